@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CPU caps as CFS bandwidth: conversions between "CPUs" and period/quota,
+and the ranges libvirt accepts. Pure: no I/O."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DEFAULT_PERIOD = 100000
+PERIOD_RANGE = (1000, 1000000)
+QUOTA_RANGE = (1000, 17592186044415)
+# libvirt stores any negative quota as -1: no limit.
+UNLIMITED = -1
+SHARES_RANGE_V1 = (2, 262144)
+WEIGHT_RANGE_V2 = (1, 10000)
+
+
+class ValueRangeError(ValueError):
+    """A value outside the range the platform accepts; names the field."""
+
+    def __init__(self, field, value, allowed):
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super(ValueRangeError, self).__init__("%s=%r is out of range: allowed %s" % (field, value, allowed))
+
+
+def check_range(field, value, bounds, extra=""):
+    low, high = bounds
+    if not low <= value <= high:
+        raise ValueRangeError(field, value, "%d..%d%s" % (low, high, extra))
+    return value
+
+
+def check_period(field, period):
+    return check_range(field, period, PERIOD_RANGE)
+
+
+def check_quota(field, quota):
+    """A raw quota: in range, or negative for no limit (normalised to -1)."""
+    if quota < 0:
+        return UNLIMITED
+    return check_range(field, quota, QUOTA_RANGE, " (or negative for no limit)")
+
+
+def quota_for_cpus(cpus, period=DEFAULT_PERIOD, field="cpus"):
+    """The quota that lets a cgroup use `cpus` CPUs per `period` microseconds."""
+    if cpus <= 0:
+        raise ValueRangeError(field, cpus, "a number of CPUs greater than 0")
+    check_period("period", period)
+    quota = int(round(cpus * period))
+    if not QUOTA_RANGE[0] <= quota <= QUOTA_RANGE[1]:
+        raise ValueRangeError(field, cpus, "%g..%g CPUs with period %d" % (
+            QUOTA_RANGE[0] / period, QUOTA_RANGE[1] / period, period))
+    return quota
+
+
+def cpus_for_quota(quota, period):
+    """CPUs a period/quota pair allows; None means no limit."""
+    if quota is None or quota < 0 or not period:
+        return None
+    if quota == 0:
+        return None
+    return quota / period
+
+
+def domain_cpus_from_vcpu_cap(cpus_per_vcpu, vcpus):
+    """A per-vCPU cap expressed as what the whole domain may use."""
+    return cpus_per_vcpu * vcpus
+
+
+def vcpu_cap_from_domain_cpus(domain_cpus, vcpus):
+    """A whole-domain cap spread evenly over the vCPUs."""
+    if vcpus <= 0:
+        raise ValueRangeError("vcpus", vcpus, "at least 1")
+    return domain_cpus / vcpus
+
+
+def ratio(period, quota):
+    """Share of one CPU a period/quota pair allows; infinity when unlimited."""
+    if quota is None or quota <= 0 or not period:
+        return float("inf")
+    return quota / period

@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What libvirt CPU tuning to set, and in which order. Pure: no I/O.
+
+Tuning is a dict of libvirt's typed scheduler parameters. Live values always
+hold numbers (period 100000 and quota -1 when nothing is set); persistent
+config values use 0 for "not set".
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import itertools
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
+
+# (period, quota) per cgroup: the domain's own cgroup ("global") is the parent
+# of one cgroup per vCPU and of the emulator's.
+GROUPS = {
+    "global": ("global_period", "global_quota"),
+    "vcpu": ("vcpu_period", "vcpu_quota"),
+    "emulator": ("emulator_period", "emulator_quota"),
+}
+CHILD_GROUPS = ("vcpu", "emulator")
+TUNE_KEYS = ("cpu_shares",) + tuple(key for group in ("vcpu", "global", "emulator") for key in GROUPS[group])
+LIVE_UNSET = {"vcpu_period": cpu.DEFAULT_PERIOD, "vcpu_quota": cpu.UNLIMITED,
+              "global_period": cpu.DEFAULT_PERIOD, "global_quota": cpu.UNLIMITED,
+              "emulator_period": cpu.DEFAULT_PERIOD, "emulator_quota": cpu.UNLIMITED}
+SCOPES = ("domain", "vcpu")
+
+
+class PlanError(ValueError):
+    """A combination of values that cannot hold; says why."""
+
+
+def pick(values):
+    """Only the tuning keys this collection manages."""
+    return dict((key, values[key]) for key in TUNE_KEYS if key in values)
+
+
+def cap_values(vcpus, cpus=None, scope="domain", period=cpu.DEFAULT_PERIOD, quota=None,
+               shares=None, emulator_cpus=None, emulator_quota=None):
+    """The scheduler parameters a cap sets, validated against libvirt's
+    ranges. `cpus` is for the whole domain (scope=domain) or for each vCPU
+    (scope=vcpu); `quota` is the raw alternative to `cpus`."""
+    if scope not in SCOPES:
+        raise cpu.ValueRangeError("scope", scope, "one of %s" % ", ".join(SCOPES))
+    cpu.check_period("period", period)
+    period_key, quota_key = GROUPS["global" if scope == "domain" else "vcpu"]
+    values = {}
+    if cpus is not None:
+        values[period_key] = period
+        values[quota_key] = cpu.quota_for_cpus(cpus, period, "cpus")
+    elif quota is not None:
+        values[period_key] = period
+        values[quota_key] = cpu.check_quota("quota", quota)
+    if emulator_cpus is not None:
+        values["emulator_period"] = period
+        values["emulator_quota"] = cpu.quota_for_cpus(emulator_cpus, period, "emulator_cpus")
+    elif emulator_quota is not None:
+        values["emulator_period"] = period
+        values["emulator_quota"] = cpu.check_quota("emulator_quota", emulator_quota)
+    if shares is not None:
+        values["cpu_shares"] = shares
+    return values
+
+
+def domain_cpus(values, vcpus):
+    """What a set of cap values lets the whole domain use, in CPUs (None: no
+    CPU cap). A per-vCPU cap allows vcpus times its share."""
+    global_cpus = cpu.cpus_for_quota(values.get("global_quota"), values.get("global_period"))
+    vcpu_cpus = cpu.cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
+    candidates = [c for c in (global_cpus, None if vcpu_cpus is None else vcpu_cpus * vcpus) if c is not None]
+    return min(candidates) if candidates else None
+
+
+def live_equivalent(config_values):
+    """Live values a domain started from this persistent config would have
+    (shares left out when the config does not set them)."""
+    live = {}
+    for key, value in pick(config_values).items():
+        if key == "cpu_shares":
+            if value:
+                live[key] = value
+        elif not value:
+            live[key] = LIVE_UNSET[key]
+        else:
+            live[key] = cpu.UNLIMITED if key.endswith("_quota") and value < 0 else value
+    return live
+
+
+def _group_ratio(values, group):
+    period_key, quota_key = GROUPS[group]
+    period = values.get(period_key) or cpu.DEFAULT_PERIOD
+    return cpu.ratio(period, values.get(quota_key))
+
+
+def hierarchy_violation(values):
+    """Why these values cannot hold on cgroup v1 (a child cgroup's CPU share
+    may not exceed its parent's), or None."""
+    parent = _group_ratio(values, "global")
+    for group in CHILD_GROUPS:
+        child = _group_ratio(values, group)
+        # An unlimited child inherits its parent's cap, as the kernel does.
+        if child != float("inf") and child > parent + 1e-12:
+            return ("the %s cap (%g CPU) exceeds the whole-domain cap (%g CPU): cgroup v1 refuses a child "
+                    "cgroup a larger share of CPU than its parent" % (group, child, parent))
+    return None
+
+
+def changed(current, target):
+    """The keys of `target` whose value differs from `current`."""
+    return dict((key, value) for key, value in target.items() if current.get(key) != value)
+
+
+def live_write_order(current, target):
+    """Single-parameter writes from `current` to `target` such that every
+    intermediate state satisfies the cgroup v1 hierarchy (which also
+    satisfies v2). Raises PlanError when the target itself cannot hold."""
+    violation = hierarchy_violation(dict(current, **target))
+    if violation:
+        raise PlanError(violation)
+    writes = changed(current, target)
+    if not writes:
+        return []
+    keys = sorted(writes, key=_preferred_position)
+    # At most seven keys: trying orders is cheap and obviously correct.
+    for order in itertools.permutations(keys):
+        state = dict(current)
+        for key in order:
+            state[key] = writes[key]
+            if hierarchy_violation(state):
+                break
+        else:
+            return [(key, writes[key]) for key in order]
+    raise PlanError("no order of writes keeps every cgroup within its parent's cap")
+
+
+def _preferred_position(key):
+    # Children first when tightening is the usual case; periods before quotas.
+    order = ["cpu_shares", "vcpu_quota", "emulator_quota", "vcpu_period", "emulator_period",
+             "global_period", "global_quota"]
+    return order.index(key)
+
+
+def throttle_target(previous, cap):
+    """A throttled domain is its pre-throttle tuning with the cap on top, so
+    switching scope returns the other scope to what it was before us."""
+    target = pick(previous)
+    target.update(cap)
+    return target

@@ -1,0 +1,121 @@
+"""Fixtures shared by the integration tests: connections to the lab's real
+servers. A server that does not answer fails the test with the tail of its
+log; it is never skipped."""
+
+import os
+import ssl
+import time
+
+import pytest
+
+LAB_HOME = os.environ.get("OVERCOMMIT_LAB_HOME", os.path.expanduser("~/.cache/overcommit-lab"))
+
+
+def _load_lab_env():
+    path = os.path.join(LAB_HOME, "lab.env")
+    if not os.path.exists(path):
+        pytest.exit("lab is not up: %s is missing (run tests/testbed/lab up)" % path, returncode=3)
+    values = {}
+    with open(path) as handle:
+        for line in handle:
+            line = line.strip()
+            if line.startswith("export "):
+                key, _, value = line[len("export "):].partition("=")
+                values[key] = value
+    return values
+
+
+LAB = _load_lab_env()
+
+
+def fail_with_log(server, error):
+    log_path = os.path.join(LAB_HOME, "logs", server + ".log")
+    try:
+        with open(log_path, errors="replace") as handle:
+            tail = "".join(handle.readlines()[-30:])
+    except OSError:
+        tail = "(no log at %s)" % log_path
+    pytest.fail("%s is not usable: %s\n--- last lines of %s ---\n%s" % (server, error, log_path, tail), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """The lab's connection details, as written by `lab up`."""
+    return dict(LAB)
+
+
+@pytest.fixture(scope="session")
+def libvirt_conn(lab):
+    import libvirt
+
+    libvirt.registerErrorHandler(lambda *args: None, None)
+    try:
+        conn = libvirt.open(lab["OVERCOMMIT_LIBVIRT_URI"])
+    except libvirt.libvirtError as exc:
+        fail_with_log("libvirtd", exc)
+    yield conn
+    conn.close()
+
+
+def kube_client(lab, identity):
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(config_file=lab["OVERCOMMIT_KUBECONFIG_" + identity.upper()])
+    try:
+        client.VersionApi(api_client).get_code()
+    except Exception as exc:  # any transport error means the server is not usable
+        fail_with_log("kube-apiserver", exc)
+    return api_client
+
+
+@pytest.fixture(scope="session")
+def kube_admin(lab):
+    return kube_client(lab, "admin")
+
+
+@pytest.fixture(scope="session")
+def kube_operator(lab):
+    return kube_client(lab, "operator")
+
+
+@pytest.fixture(scope="session")
+def kube_unbound(lab):
+    return kube_client(lab, "unbound")
+
+
+@pytest.fixture(scope="session")
+def vsphere(lab):
+    from pyVim.connect import Disconnect, SmartConnect
+
+    try:
+        si = SmartConnect(host=lab["VMWARE_HOST"], port=int(lab["VMWARE_PORT"]), user=lab["VMWARE_USER"],
+                          pwd=lab["VMWARE_PASSWORD"], sslContext=ssl._create_unverified_context())
+    except Exception as exc:  # pyVmomi raises several unrelated types on connect
+        fail_with_log("vcsim", exc)
+    yield si
+    Disconnect(si)
+
+
+def cpu_rate(conn, domain, seconds=2.0):
+    """CPUs used by a domain: the cpu.time rate between two domain-stats samples."""
+    import libvirt
+
+    def sample():
+        stats = conn.domainListGetStats([domain], libvirt.VIR_DOMAIN_STATS_CPU_TOTAL)[0][1]
+        return stats["cpu.time"], time.monotonic()
+
+    cpu_before, at_before = sample()
+    time.sleep(seconds)
+    cpu_after, at_after = sample()
+    return (cpu_after - cpu_before) / 1e9 / (at_after - at_before)
+
+
+@pytest.fixture
+def busy_guest(libvirt_conn):
+    """The lab's one-vCPU busy guest, running for the test and shut off after it."""
+    domain = libvirt_conn.lookupByName("oc-lab-busy-1")
+    if not domain.isActive():
+        domain.create()
+    yield domain
+    if domain.isActive():
+        domain.destroy()

@@ -1,0 +1,28 @@
+"""The lab's vSphere simulator answers pyVmomi: a VM's CPU reservation is
+reconfigured and read back."""
+
+from pyVim.task import WaitForTask
+from pyVmomi import vim
+
+
+def first_vm(si):
+    content = si.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+    try:
+        return view.view[0]
+    finally:
+        view.Destroy()
+
+
+def test_cpu_reservation_is_reconfigured_and_read_back(vsphere):
+    vm = first_vm(vsphere)
+    before = vm.config.cpuAllocation
+    wanted = 250 if before.reservation != 250 else 500
+    spec = vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
+        reservation=wanted, limit=before.limit, shares=before.shares, expandableReservation=before.expandableReservation))
+    WaitForTask(vm.ReconfigVM_Task(spec))
+    assert vm.config.cpuAllocation.reservation == wanted
+
+    spec.cpuAllocation.reservation = before.reservation
+    WaitForTask(vm.ReconfigVM_Task(spec))
+    assert vm.config.cpuAllocation.reservation == before.reservation
