@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Shared paths for the project's scripts. Source it; do not run it.
 # Everything the lab installs or starts lives under LAB_HOME, so a fresh clone
 # reuses the cached venv and server binaries of an earlier run on this machine.

@@ -20,7 +20,7 @@ def _load_lab_env():
         for line in handle:
             line = line.strip()
             if line.startswith("export "):
-                key, _, value = line[len("export "):].partition("=")
+                key, value = line[len("export "):].split("=", 1)
                 values[key] = value
     return values
 

@@ -1,0 +1,43 @@
+import pytest
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
+
+
+def test_cpus_and_quota_convert_both_ways():
+    assert cpu.quota_for_cpus(2, 100000) == 200000
+    assert cpu.quota_for_cpus(0.5, 20000) == 10000
+    assert cpu.cpus_for_quota(50000, 100000) == 0.5
+    assert cpu.cpus_for_quota(-1, 100000) is None
+    assert cpu.domain_cpus_from_vcpu_cap(0.5, 4) == 2
+    assert cpu.vcpu_cap_from_domain_cpus(2, 4) == 0.5
+
+
+@pytest.mark.parametrize("cpus,period,field", [(0, 100000, "cpus"), (0.001, 100000, "cpus"), (1, 999, "period")])
+def test_out_of_range_names_the_field_and_the_range(cpus, period, field):
+    with pytest.raises(cpu.ValueRangeError) as error:
+        cpu.quota_for_cpus(cpus, period)
+    assert error.value.field == field
+    assert field + "=" in str(error.value)
+
+
+def test_negative_raw_quota_means_unlimited():
+    assert cpu.check_quota("quota", -5) == -1
+    with pytest.raises(cpu.ValueRangeError, match="quota=999 is out of range: allowed 1000..17592186044415"):
+        cpu.check_quota("quota", 999)
+
+
+def test_pinned_or_realtime_vcpus_make_a_vm_dedicated():
+    assert vm_class.resolve_class("shared", pinned=True)[0] == "dedicated"
+    assert vm_class.resolve_class(None, realtime=True)[0] == "dedicated"
+    assert vm_class.resolve_class(None) == ("shared", "it has no class (treated as shared)")
+    assert vm_class.resolve_class("burstable")[0] == "burstable"
+
+
+def test_throttle_refusals_and_force():
+    with pytest.raises(vm_class.Refusal, match="dedicated"):
+        vm_class.check_throttle("dedicated", "its vCPUs are pinned", 2, 1)
+    with pytest.raises(vm_class.Refusal, match="under the shared floor of 1 CPUs"):
+        vm_class.check_throttle("shared", "", 4, 0.5)
+    vm_class.check_throttle("shared", "", 4, 1)
+    vm_class.check_throttle("shared", "", 4, 0.5, force=True)
+    vm_class.check_throttle("dedicated", "", 2, 1, force=True)
