@@ -151,3 +151,79 @@ def throttle_target(previous, cap):
     target = pick(previous)
     target.update(cap)
     return target
+
+
+APPLY_CHOICES = ("auto", "live", "config", "both")
+
+
+def targets_for(apply, active, persistent):
+    """Where a change goes: live (running domain), config (persistent
+    definition) or both. `auto` means both for a running persistent domain, so
+    a cap survives a guest restart."""
+    if apply == "auto":
+        return [t for t, ok in (("live", active), ("config", persistent)) if ok]
+    wanted = ["live", "config"] if apply == "both" else [apply]
+    if "live" in wanted and not active:
+        raise PlanError("the domain is shut off: live tuning needs a running domain (use apply=config or auto)")
+    if "config" in wanted and not persistent:
+        raise PlanError("the domain is transient: it has no persistent config (use apply=live or auto)")
+    return wanted
+
+
+def _previous_for(record, current, target):
+    """The pre-throttle values of one target: from the record when it has
+    them (a running domain throttled while shut off gets the live equivalent of
+    its recorded config), else what is there now."""
+    previous = (record or {}).get("previous", {})
+    if target in previous:
+        return previous[target]
+    if record and target == "live" and "config" in previous:
+        return dict(pick(current["live"]), **live_equivalent(previous["config"]))
+    return pick(current[target])
+
+
+def plan_throttle(state, cap, targets, record_fields):
+    """Desired tuning per target and the throttle record for one domain.
+
+    state: current values per target ({"live": {...}, "config": {...}}) and
+           the existing record, if any;
+    cap: scheduler parameters of the cap (cap_values);
+    record_fields: reason, time, by, class, scope, cpus for a new record.
+    """
+    record = state.get("record")
+    changes = {}
+    previous = dict((record or {}).get("previous", {}))
+    for target in targets:
+        previous[target] = _previous_for(record, state["current"], target)
+        desired = throttle_target(previous[target], cap)
+        violation = hierarchy_violation(dict(LIVE_UNSET, **desired) if target == "live" else desired)
+        if violation:
+            raise PlanError(violation)
+        changes[target] = {"before": pick(state["current"][target]), "after": desired}
+    unchanged = all(not changed(c["before"], c["after"]) for c in changes.values())
+    if record and unchanged and set(targets) <= set(record.get("previous", {})):
+        record_after = record
+    else:
+        record_after = dict(record_fields, previous=previous)
+    return {"changes": changes, "record_before": record, "record_after": record_after}
+
+
+def plan_restore(state, targets):
+    """Desired tuning per target to return a domain exactly to its recorded
+    pre-throttle values; the record goes once every recorded target that still
+    exists is restored. A domain never throttled needs nothing."""
+    record = state.get("record")
+    if not record:
+        return {"changes": {}, "record_before": None, "record_after": None}
+    changes = {}
+    remaining = dict(record.get("previous", {}))
+    for target in targets:
+        desired = _previous_for(record, state["current"], target)
+        changes[target] = {"before": pick(state["current"][target]),
+                           "after": dict(pick(state["current"][target]), **desired)}
+        remaining.pop(target, None)
+    # A recorded live target of a domain now shut off died with its process.
+    if not state.get("active"):
+        remaining.pop("live", None)
+    record_after = dict(record, previous=remaining) if remaining else None
+    return {"changes": changes, "record_before": record, "record_after": record_after}

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The only code that talks to libvirt: one connection, thin calls, libvirt
+errors turned into LibvirtClientError with libvirt's own message and code."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import time
+
+try:
+    import libvirt
+except ImportError:  # reported by the module through HAS_LIBVIRT
+    libvirt = None
+
+HAS_LIBVIRT = libvirt is not None
+LIVE = "live"
+CONFIG = "config"
+
+
+class LibvirtClientError(Exception):
+    def __init__(self, message, code=None):
+        super(LibvirtClientError, self).__init__(message)
+        self.code = code
+
+
+def _wrap(call, *args):
+    try:
+        return call(*args)
+    except libvirt.libvirtError as exc:
+        raise LibvirtClientError(exc.get_error_message() or str(exc), exc.get_error_code())
+
+
+def _affect(target):
+    return libvirt.VIR_DOMAIN_AFFECT_LIVE if target == LIVE else libvirt.VIR_DOMAIN_AFFECT_CONFIG
+
+
+class LibvirtClient(object):
+    def __init__(self, uri):
+        # Without a handler libvirt prints every error to stderr as well.
+        libvirt.registerErrorHandler(lambda *args: None, None)
+        self.uri = uri
+        self.conn = _wrap(libvirt.open, uri)
+
+    def close(self):
+        self.conn.close()
+
+    def lookup(self, name):
+        return _wrap(self.conn.lookupByName, name)
+
+    def all_domains(self):
+        return _wrap(self.conn.listAllDomains, 0)
+
+    def describe(self, domain):
+        """State and XML of one domain: the live definition when running, and
+        the persistent one when it has one."""
+        active = bool(_wrap(domain.isActive))
+        persistent = bool(_wrap(domain.isPersistent))
+        return {
+            "name": domain.name(),
+            "active": active,
+            "persistent": persistent,
+            "xml": _wrap(domain.XMLDesc, 0),
+            "config_xml": _wrap(domain.XMLDesc, libvirt.VIR_DOMAIN_XML_INACTIVE) if persistent and active else None,
+        }
+
+    def scheduler_parameters(self, domain, target):
+        return _wrap(domain.schedulerParametersFlags, _affect(target))
+
+    def set_scheduler_parameters(self, domain, params, target):
+        _wrap(domain.setSchedulerParametersFlags, params, _affect(target))
+
+    def set_metadata(self, domain, element_xml, key, namespace, live, config):
+        """Writes (or with element_xml None, removes) one metadata element."""
+        flags = (libvirt.VIR_DOMAIN_AFFECT_LIVE if live else 0) | (libvirt.VIR_DOMAIN_AFFECT_CONFIG if config else 0)
+        _wrap(domain.setMetadata, libvirt.VIR_DOMAIN_METADATA_ELEMENT, element_xml,
+              key if element_xml else None, namespace, flags)
+
+    def cpu_samples(self, domains):
+        """One domain-stats sample for many domains in one call: cpu.time and
+        per-vCPU delay, in nanoseconds, with the monotonic time it was taken."""
+        flags = libvirt.VIR_DOMAIN_STATS_CPU_TOTAL | libvirt.VIR_DOMAIN_STATS_VCPU
+        records = _wrap(self.conn.domainListGetStats, domains, flags, 0)
+        taken = time.monotonic()
+        samples = {}
+        for domain, stats in records:
+            delay = sum(value for key, value in stats.items() if key.startswith("vcpu.") and key.endswith(".delay"))
+            samples[domain.name()] = {"cpu_time": stats.get("cpu.time", 0), "vcpu_delay": delay, "at": taken}
+        return samples
+
+    def cgroup_version(self):
+        """1 or 2 for a hypervisor on this machine, None for a remote one (its
+        cgroups cannot be seen from here)."""
+        if not is_local_uri(self.uri):
+            return None
+        return local_cgroup_version()
+
+
+def is_local_uri(uri):
+    scheme_and_host = uri.split("?", 1)[0]
+    return "://" in scheme_and_host and scheme_and_host.split("://", 1)[1].split("/", 1)[0] in ("", "localhost")
+
+
+def local_cgroup_version(mounts_path="/proc/mounts"):
+    """cgroup v1 when a v1 hierarchy carries the cpu controller, else v2."""
+    try:
+        with open(mounts_path) as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) > 3 and fields[2] == "cgroup" and "cpu" in fields[3].split(","):
+                    return 1
+    except IOError:
+        return None
+    return 2 if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else None

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Throttle and restore the CPU tuning of many libvirt domains over one
+connection: gather each domain's state, plan with the pure functions in
+`plan`, then write. One domain failing is reported and the others go on."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
+    CONFIG, LIVE, LibvirtClientError)
+
+# Errors that belong to one domain: reported on it, the others carry on.
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError)
+
+
+def shares_range(cgroup_version):
+    if cgroup_version == 1:
+        return cpu.SHARES_RANGE_V1
+    if cgroup_version == 2:
+        return cpu.WEIGHT_RANGE_V2
+    return (cpu.WEIGHT_RANGE_V2[0], cpu.SHARES_RANGE_V1[1])
+
+
+def read_state(client, domain, class_namespace, described=None):
+    """Everything the planner needs about one domain, as plain data."""
+    described = described or client.describe(domain)
+    facts = domain_xml.describe(described["xml"], class_namespace)
+    current = {}
+    if described["active"]:
+        current[LIVE] = client.scheduler_parameters(domain, LIVE)
+    if described["persistent"]:
+        current[CONFIG] = client.scheduler_parameters(domain, CONFIG)
+    effective, why = vm_class.resolve_class(facts["declared_class"], facts["pinned"], facts["realtime"])
+    return dict(facts, name=described["name"], active=described["active"], persistent=described["persistent"],
+                current=current, vm_class=effective, class_reason=why)
+
+
+def select_domains(client, names, classes, class_namespace):
+    """Domains named, plus every domain whose effective class is listed, as
+    name -> (domain, description) with None for what is still to be looked up;
+    an unknown name is kept so that it is reported, not dropped."""
+    selected = dict((name, (None, None)) for name in names or [])
+    if classes:
+        for domain in client.all_domains():
+            described = client.describe(domain)
+            facts = domain_xml.describe(described["xml"], class_namespace)
+            effective, _why = vm_class.resolve_class(facts["declared_class"], facts["pinned"], facts["realtime"])
+            if effective in classes:
+                selected[described["name"]] = (domain, described)
+    return selected
+
+
+class CpuTuneRunner(object):
+    """One task: `state` throttled or restored for many domains."""
+
+    def __init__(self, client, params, check_mode, now, requested_by):
+        self.client = client
+        self.params = params
+        self.check_mode = check_mode
+        self.now = now
+        self.requested_by = requested_by
+        self.cap = None
+
+    def validate(self):
+        """Checks every option value before anything changes; raises
+        ValueRangeError naming the field and the allowed values."""
+        params = self.params
+        if params["shares"] is not None:
+            version = self.client.cgroup_version()
+            label = {1: " (cgroup v1 shares)", 2: " (cgroup v2 weight)"}.get(version, "")
+            cpu.check_range("shares", params["shares"], shares_range(version), label)
+        if params["floor"] < 0 or params["floor"] > 1:
+            raise cpu.ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
+        if params["state"] == "throttled":
+            self.cap = plan.cap_values(
+                vcpus=1, cpus=params["cpus"], scope=params["scope"], period=params["period"], quota=params["quota"],
+                shares=params["shares"], emulator_cpus=params["emulator_cpus"],
+                emulator_quota=params["emulator_quota"])
+
+    def run(self):
+        selected = select_domains(self.client, self.params["domains"], self.params["classes"],
+                                  self.params["class_namespace"])
+        return [self.run_one(name, domain, described) for name, (domain, described) in selected.items()]
+
+    def run_one(self, name, domain, described):
+        result = {"name": name, "changed": False}
+        try:
+            domain = domain or self.client.lookup(name)
+            state = read_state(self.client, domain, self.params["class_namespace"], described)
+            result["class"] = state["vm_class"]
+            targets = plan.targets_for(self.params["apply"], state["active"], state["persistent"])
+            if self.params["state"] == "throttled":
+                domain_plan = self.plan_throttle(state, targets)
+            else:
+                domain_plan = plan.plan_restore(state, targets)
+            result.update(self.execute(domain, state, domain_plan))
+        except DOMAIN_ERRORS as exc:
+            result.update(failed=True, msg=str(exc))
+        return result
+
+    def plan_throttle(self, state, targets):
+        capped_cpus = plan.domain_cpus(self.cap, state["vcpus"])
+        vm_class.check_throttle(state["vm_class"], state["class_reason"], state["vcpus"], capped_cpus,
+                                self.params["floor"], self.params["force"])
+        fields = {"reason": self.params["reason"], "time": self.now, "by": self.requested_by,
+                  "class": state["vm_class"], "scope": self.params["scope"], "cpus": capped_cpus}
+        return plan.plan_throttle(state, self.cap, targets, dict((k, v) for k, v in fields.items() if v is not None))
+
+    def execute(self, domain, state, domain_plan):
+        """Writes the plan. A new record is written before any value changes
+        and removed only after the values are back, so a failure half-way
+        always leaves the domain restorable."""
+        record_before, record_after = domain_plan["record_before"], domain_plan["record_after"]
+        record_changed = record_before != record_after
+        writes = {}
+        for target, change in domain_plan["changes"].items():
+            if target == LIVE:
+                writes[target] = plan.live_write_order(change["before"], change["after"])
+            else:
+                writes[target] = sorted(plan.changed(change["before"], change["after"]).items())
+        changed = record_changed or any(writes.values())
+        if changed and not self.check_mode:
+            if record_after is not None and record_changed:
+                self.write_record(domain, state, record_after)
+            for key, value in writes.get(LIVE, []):
+                self.client.set_scheduler_parameters(domain, {key: value}, LIVE)
+            if writes.get(CONFIG):
+                self.client.set_scheduler_parameters(domain, dict(writes[CONFIG]), CONFIG)
+            if record_after is None and record_changed:
+                self.write_record(domain, state, None)
+        before = dict((t, c["before"]) for t, c in domain_plan["changes"].items())
+        after = dict((t, c["after"]) for t, c in domain_plan["changes"].items())
+        before["throttle"], after["throttle"] = record_before, record_after
+        return {"changed": changed, "before": before, "after": after, "throttle": record_after}
+
+    def write_record(self, domain, state, record):
+        element = domain_xml.record_xml(record) if record is not None else None
+        self.client.set_metadata(domain, element, domain_xml.THROTTLE_KEY, domain_xml.THROTTLE_NAMESPACE,
+                                 live=state["active"], config=state["persistent"])

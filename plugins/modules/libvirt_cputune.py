@@ -1,0 +1,244 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: libvirt_cputune
+short_description: Throttle and restore the CPU of many libvirt domains, with exact restore
+version_added: 0.1.0
+description:
+  - Caps the CPU a running or defined libvirt domain may use, for many domains in one task over one
+    connection, and restores exactly what was there before.
+  - The cap is given in CPUs and applied to the whole domain (C(global_period)/C(global_quota): "this VM
+    may use at most 2 CPUs") or to each vCPU (C(period)/C(quota): "each vCPU at most 0.5 CPU"); shares
+    (cgroup v1) or weight (cgroup v2) and emulator caps can be set too.
+  - On the first throttle the values it replaces are recorded in the domain's C(<metadata>) with the
+    reason, time, requester and class; O(state=restored) returns exactly those and removes the record,
+    also when someone had custom values before. Restoring a domain that was never throttled changes nothing.
+  - The record is written before any value changes, and removed only after the values are back, so a
+    failure half-way always leaves a domain restorable.
+  - Live writes are ordered so that every step is valid on cgroup v1, where a child cgroup (a vCPU, the
+    emulator) may not have a larger CPU share than the whole domain; combinations that cannot hold are
+    refused with the reason.
+  - Dedicated domains (pinned vCPUs, realtime scheduling, or class C(dedicated)) are refused, and so are
+    caps under the floor of the shared class, unless O(force=true).
+  - Every value is checked against libvirt's ranges before anything changes. One domain failing
+    (unknown, shut off with O(apply=live), a host without a cgroup CPU controller) neither hides nor stops
+    the others; the task then fails and lists each failure.
+author:
+  - overcommit.control contributors
+extends_documentation_fragment:
+  - overcommit.control.libvirt
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  domains:
+    description:
+      - Names of the domains to act on.
+    type: list
+    elements: str
+    default: []
+    aliases: [names]
+  classes:
+    description:
+      - Also act on every domain of the host whose class is one of these.
+    type: list
+    elements: str
+    choices: [dedicated, shared, burstable]
+    default: []
+  state:
+    description:
+      - V(throttled) applies the cap; V(restored) returns the recorded pre-throttle values.
+    type: str
+    choices: [throttled, restored]
+    default: throttled
+  cpus:
+    description:
+      - The cap in CPUs, for the whole domain (O(scope=domain)) or for each vCPU (O(scope=vcpu)).
+      - Mutually exclusive with O(quota).
+    type: float
+  scope:
+    description:
+      - V(domain) caps the whole domain with C(global_period)/C(global_quota); V(vcpu) caps each vCPU
+        with C(vcpu_period)/C(vcpu_quota).
+    type: str
+    choices: [domain, vcpu]
+    default: domain
+  period:
+    description:
+      - CFS period in microseconds for the cap, 1000..1000000.
+    type: int
+    default: 100000
+  quota:
+    description:
+      - Raw CFS quota in microseconds per O(period) instead of O(cpus), 1000..17592186044415, or negative
+        for no limit.
+    type: int
+  shares:
+    description:
+      - Relative CPU weight, C(cpu_shares). 2..262144 on cgroup v1, 1..10000 (weight) on cgroup v2.
+    type: int
+  emulator_cpus:
+    description:
+      - Cap in CPUs for the emulator threads (C(emulator_period)/C(emulator_quota)).
+    type: float
+  emulator_quota:
+    description:
+      - Raw emulator quota instead of O(emulator_cpus).
+    type: int
+  apply:
+    description:
+      - Where the change goes. V(auto) is V(both) for a running persistent domain (so the cap survives a
+        guest restart), V(live) for a running transient one and V(config) for a shut-off one.
+    type: str
+    choices: [auto, live, config, both]
+    default: auto
+  reason:
+    description:
+      - Why the domain is throttled; kept in the record.
+    type: str
+  requested_by:
+    description:
+      - Who asked for the throttle; kept in the record. Defaults to the user running the module.
+    type: str
+  force:
+    description:
+      - Throttle dedicated domains and go under the shared floor.
+    type: bool
+    default: false
+  floor:
+    description:
+      - The least a throttle may leave a non-dedicated domain, as a fraction of its vCPUs
+        (0.25 means a 4 vCPU domain is not capped under 1 CPU).
+    type: float
+    default: 0.25
+"""
+
+EXAMPLES = r"""
+- name: Cap three noisy VMs to 2 CPUs each, live and in their persistent config
+  overcommit.control.libvirt_cputune:
+    domains: [web-17, web-18, batch-3]
+    cpus: 2
+    reason: "INC-4211 noisy neighbours on hv-12"
+
+- name: Each vCPU of the batch VMs at most half a CPU, running instances only
+  overcommit.control.libvirt_cputune:
+    domains: "{{ batch_vms }}"
+    scope: vcpu
+    cpus: 0.5
+    apply: live
+
+- name: Lift the cap tomorrow, back to exactly what was there
+  overcommit.control.libvirt_cputune:
+    domains: [web-17, web-18, batch-3]
+    state: restored
+"""
+
+RETURN = r"""
+domains:
+  description: One result per domain, in the order they were handled.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Domain name.
+      type: str
+    changed:
+      description: Whether this domain was (or in check mode would be) changed.
+      type: bool
+    failed:
+      description: Present and true when this domain failed; O(domains) others were still handled.
+      type: bool
+    msg:
+      description: Why this domain failed.
+      type: str
+    class:
+      description: The domain's effective class.
+      type: str
+    before:
+      description: Tuning per target (C(live), C(config)) before the task, and the throttle record.
+      type: dict
+    after:
+      description: Tuning per target after the task, and the throttle record.
+      type: dict
+    throttle:
+      description: The throttle record now on the domain (reason, time, by, class, scope, cpus, previous values per target), or null.
+      type: dict
+  sample:
+    - name: web-17
+      changed: true
+      class: shared
+      before: {live: {global_period: 100000, global_quota: -1}, throttle: null}
+      after: {live: {global_period: 100000, global_quota: 200000}, throttle: {reason: INC-4211}}
+"""
+
+import getpass
+from datetime import datetime, timezone
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
+    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import CpuTuneRunner
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            uri=dict(type="str", default="qemu:///system"),
+            class_namespace=dict(type="str", default=CLASS_NAMESPACE),
+            domains=dict(type="list", elements="str", default=[], aliases=["names"]),
+            classes=dict(type="list", elements="str", default=[], choices=["dedicated", "shared", "burstable"]),
+            state=dict(type="str", default="throttled", choices=["throttled", "restored"]),
+            cpus=dict(type="float"),
+            scope=dict(type="str", default="domain", choices=["domain", "vcpu"]),
+            period=dict(type="int", default=100000),
+            quota=dict(type="int"),
+            shares=dict(type="int"),
+            emulator_cpus=dict(type="float"),
+            emulator_quota=dict(type="int"),
+            apply=dict(type="str", default="auto", choices=["auto", "live", "config", "both"]),
+            reason=dict(type="str"),
+            requested_by=dict(type="str"),
+            force=dict(type="bool", default=False),
+            floor=dict(type="float", default=0.25),
+        ),
+        mutually_exclusive=[("cpus", "quota"), ("emulator_cpus", "emulator_quota")],
+        required_one_of=[("domains", "classes")],
+        required_if=[("state", "throttled", ("cpus", "quota", "shares", "emulator_cpus", "emulator_quota"), True)],
+        supports_check_mode=True,
+    )
+    if not HAS_LIBVIRT:
+        module.fail_json(msg=missing_required_lib("libvirt-python"))
+    try:
+        client = LibvirtClient(module.params["uri"])
+    except LibvirtClientError as exc:
+        module.fail_json(msg="cannot connect to %s: %s" % (module.params["uri"], exc))
+    runner = CpuTuneRunner(client, module.params, module.check_mode,
+                           now=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           requested_by=module.params["requested_by"] or getpass.getuser())
+    try:
+        runner.validate()
+    except ValueRangeError as exc:
+        module.fail_json(msg=str(exc), field=exc.field)
+    results = runner.run()
+    client.close()
+    exit_fleet(module, results, "domain", "domains")
+
+
+if __name__ == "__main__":
+    main()
