@@ -21,7 +21,7 @@ def _load_lab_env():
             line = line.strip()
             if line.startswith("export "):
                 key, value = line[len("export "):].split("=", 1)
-                values[key] = value
+                values[key] = value.strip("'\"")
     return values
 
 

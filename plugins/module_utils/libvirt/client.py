@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import threading
 import time
 
 try:
@@ -38,10 +39,32 @@ def _affect(target):
     return libvirt.VIR_DOMAIN_AFFECT_LIVE if target == LIVE else libvirt.VIR_DOMAIN_AFFECT_CONFIG
 
 
+_EVENT_LOOP = []
+
+
+def _ensure_event_loop():
+    """The embedded QEMU driver (qemu:///embed?root=...) runs in this process
+    and needs an event loop; start libvirt's default one once."""
+    if _EVENT_LOOP:
+        return
+    libvirt.virEventRegisterDefaultImpl()
+    thread = threading.Thread(target=_run_event_loop, name="libvirt-events")
+    thread.daemon = True
+    thread.start()
+    _EVENT_LOOP.append(thread)
+
+
+def _run_event_loop():
+    while True:
+        libvirt.virEventRunDefaultImpl()
+
+
 class LibvirtClient(object):
     def __init__(self, uri):
         # Without a handler libvirt prints every error to stderr as well.
         libvirt.registerErrorHandler(lambda *args: None, None)
+        if uri.split("?", 1)[0].endswith("/embed"):
+            _ensure_event_loop()
         self.uri = uri
         self.conn = _wrap(libvirt.open, uri)
 
