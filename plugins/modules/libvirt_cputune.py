@@ -14,9 +14,9 @@ version_added: 0.1.0
 description:
   - Caps the CPU a running or defined libvirt domain may use, for many domains in one task over one
     connection, and restores exactly what was there before.
-  - The cap is given in CPUs and applied to the whole domain (C(global_period)/C(global_quota): "this VM
-    may use at most 2 CPUs") or to each vCPU (C(period)/C(quota): "each vCPU at most 0.5 CPU"); shares
-    (cgroup v1) or weight (cgroup v2) and emulator caps can be set too.
+  - The cap is given in CPUs and applied to the whole domain with C(global_period) and C(global_quota)
+    ("this VM may use at most 2 CPUs") or to each vCPU with C(vcpu_period) and C(vcpu_quota) ("each vCPU
+    at most 0.5 CPU"); shares (cgroup v1) or weight (cgroup v2) and emulator caps can be set too.
   - On the first throttle the values it replaces are recorded in the domain's C(<metadata>) with the
     reason, time, requester and class; O(state=restored) returns exactly those and removes the record,
     also when someone had custom values before. Restoring a domain that was never throttled changes nothing.
@@ -31,11 +31,14 @@ description:
     (unknown, shut off with O(apply=live), a host without a cgroup CPU controller) neither hides nor stops
     the others; the task then fails and lists each failure.
 author:
-  - overcommit.control contributors
+  - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.libvirt
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
 attributes:
+  action_group:
+    membership: [overcommit.control.libvirt]
   check_mode:
     support: full
   diff_mode:

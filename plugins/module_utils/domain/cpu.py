@@ -83,3 +83,20 @@ def ratio(period, quota):
     if quota is None or quota <= 0 or not period:
         return float("inf")
     return quota / period
+
+
+def usage_from_samples(first, second):
+    """CPUs used and CPUs of steal between two samples of one VM.
+
+    Samples hold cumulative nanoseconds, `cpu_time` (all CPU the VM burnt)
+    and `vcpu_delay` (time its vCPUs were runnable but waited for a host CPU,
+    what the guest sees as steal), and the monotonic `at` they were taken.
+    """
+    elapsed = second["at"] - first["at"]
+    if elapsed <= 0:
+        return {"cpus_used": None, "steal_cpus": None, "sample_seconds": 0.0}
+    return {
+        "cpus_used": round((second["cpu_time"] - first["cpu_time"]) / 1e9 / elapsed, 3),
+        "steal_cpus": round((second["vcpu_delay"] - first["vcpu_delay"]) / 1e9 / elapsed, 3),
+        "sample_seconds": round(elapsed, 3),
+    }

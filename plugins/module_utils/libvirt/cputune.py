@@ -142,3 +142,45 @@ class CpuTuneRunner(object):
         element = domain_xml.record_xml(record) if record is not None else None
         self.client.set_metadata(domain, element, domain_xml.THROTTLE_KEY, domain_xml.THROTTLE_NAMESPACE,
                                  live=state["active"], config=state["persistent"])
+
+
+def describe_domains(client, names, classes, class_namespace, sample_seconds, sleep):
+    """Tuning, class, throttle record and measured usage of many domains:
+    usage comes from two domain-stats samples `sample_seconds` apart, each one
+    call for all running domains."""
+    if names or classes:
+        selected = select_domains(client, names, classes, class_namespace)
+    else:
+        selected = dict((domain.name(), (domain, None)) for domain in client.all_domains())
+    results, running = [], {}
+    for name, (domain, described) in selected.items():
+        result = {"name": name}
+        try:
+            domain = domain or client.lookup(name)
+            state = read_state(client, domain, class_namespace, described)
+        except LibvirtClientError as exc:
+            result.update(failed=True, msg=str(exc))
+            results.append(result)
+            continue
+        result.update(
+            active=state["active"], persistent=state["persistent"], vcpus=state["vcpus"],
+            max_vcpus=state["max_vcpus"], pinned=state["pinned"], realtime=state["realtime"],
+            declared_class=state["declared_class"], **{"class": state["vm_class"]})
+        result.update(class_reason=state["class_reason"], throttle=state["record"],
+                      live=plan.pick(state["current"].get(LIVE, {})) or None,
+                      config=plan.pick(state["current"].get(CONFIG, {})) or None)
+        tuning = state["current"].get(LIVE) or state["current"].get(CONFIG) or {}
+        cap = plan.domain_cpus(tuning, state["vcpus"])
+        result["cap_cpus"] = cap
+        if state["active"]:
+            running[name] = (domain, result)
+        results.append(result)
+    if running and sample_seconds > 0:
+        domains = [domain for domain, _result in running.values()]
+        first = client.cpu_samples(domains)
+        sleep(sample_seconds)
+        second = client.cpu_samples(domains)
+        for name, (_domain, result) in running.items():
+            if name in first and name in second:
+                result["usage"] = cpu.usage_from_samples(first[name], second[name])
+    return results

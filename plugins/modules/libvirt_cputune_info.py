@@ -1,0 +1,164 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: libvirt_cputune_info
+short_description: CPU tuning, class, throttle record and measured usage of many libvirt domains
+version_added: 0.1.0
+description:
+  - For many domains in one call, reports live and persistent CPU tuning, vCPUs, pinning, the
+    effective class, the throttle recorded by M(overcommit.control.libvirt_cputune) (who, why, when, the
+    previous values), and measured usage from two domain-stats samples.
+  - Usage is the C(cpu.time) rate (CPUs used) and the C(vcpu.N.delay) rate summed over the vCPUs
+    (CPUs of steal; time the vCPUs were runnable but waited for a host CPU).
+author:
+  - overcommit.control maintainers (@overcommit)
+extends_documentation_fragment:
+  - overcommit.control.libvirt
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  action_group:
+    membership: [overcommit.control.libvirt]
+  check_mode:
+    support: full
+    details: Reads only; check mode changes nothing either.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  domains:
+    description:
+      - Names of the domains to report. With neither O(domains) nor O(classes), every domain of the host.
+    type: list
+    elements: str
+    default: []
+    aliases: [names]
+  classes:
+    description:
+      - Also report every domain whose effective class is one of these.
+    type: list
+    elements: str
+    choices: [dedicated, shared, burstable]
+    default: []
+  sample_seconds:
+    description:
+      - Seconds between the two domain-stats samples usage is measured from; V(0) skips measuring.
+    type: float
+    default: 1.0
+"""
+
+EXAMPLES = r"""
+- name: Which VMs on this host burn the most CPU, and are any already throttled?
+  overcommit.control.libvirt_cputune_info:
+    sample_seconds: 2
+  register: tuning
+
+- name: Show the top five
+  ansible.builtin.debug:
+    msg: "{{ tuning.domains | selectattr('usage', 'defined') | sort(attribute='usage.cpus_used', reverse=true) | list | first(5) }}"
+"""
+
+RETURN = r"""
+domains:
+  description: One entry per domain.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Domain name.
+      type: str
+    active:
+      description: Whether the domain runs.
+      type: bool
+    persistent:
+      description: Whether the domain has a persistent definition.
+      type: bool
+    vcpus:
+      description: Current vCPU count.
+      type: int
+    pinned:
+      description: Whether any vCPU is pinned.
+      type: bool
+    class:
+      description: Effective class (dedicated, shared, burstable).
+      type: str
+    class_reason:
+      description: Why the domain has that class.
+      type: str
+    live:
+      description: Live scheduler parameters (null when shut off).
+      type: dict
+    config:
+      description: Persistent scheduler parameters, 0 meaning not set (null when transient).
+      type: dict
+    cap_cpus:
+      description: What the current quotas let the whole domain use, in CPUs; null when unlimited.
+      type: float
+    throttle:
+      description: The recorded throttle (reason, time, by, class, scope, cpus, previous values per target) or null.
+      type: dict
+    usage:
+      description: Measured usage of a running domain.
+      type: dict
+      returned: when the domain runs and O(sample_seconds) is above 0
+      contains:
+        cpus_used:
+          description: CPUs the domain used over the sample (cpu.time rate).
+          type: float
+        steal_cpus:
+          description: CPUs' worth of time its vCPUs waited for a host CPU (sum of vcpu.N.delay rates).
+          type: float
+        sample_seconds:
+          description: Seconds between the two samples.
+          type: float
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
+    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import describe_domains
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            uri=dict(type="str", default="qemu:///system"),
+            class_namespace=dict(type="str", default=CLASS_NAMESPACE),
+            domains=dict(type="list", elements="str", default=[], aliases=["names"]),
+            classes=dict(type="list", elements="str", default=[], choices=["dedicated", "shared", "burstable"]),
+            sample_seconds=dict(type="float", default=1.0),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_LIBVIRT:
+        module.fail_json(msg=missing_required_lib("libvirt-python"))
+    if module.params["sample_seconds"] < 0:
+        module.fail_json(msg="sample_seconds=%s is out of range: allowed 0 or more" % module.params["sample_seconds"])
+    try:
+        client = LibvirtClient(module.params["uri"])
+        domains = describe_domains(client, module.params["domains"], module.params["classes"],
+                                   module.params["class_namespace"], module.params["sample_seconds"], time.sleep)
+        client.close()
+    except LibvirtClientError as exc:
+        module.fail_json(msg="libvirt at %s: %s" % (module.params["uri"], exc))
+    failure_msg = summary(domains)["failure_msg"]
+    if failure_msg:
+        module.fail_json(msg=failure_msg, domains=domains)
+    module.exit_json(changed=False, domains=domains)
+
+
+if __name__ == "__main__":
+    main()
