@@ -1,0 +1,41 @@
+"""Runs one module of the collection for real, as a one-task playbook with
+ansible-playbook against the lab inventory, and returns its result."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = os.path.join(ROOT, "playbooks", "inventories", "lab")
+
+
+def run_module(module, args, host="localhost", check=False, diff=False, env=None):
+    """The module's result dict for `host` (a failed task returns its result
+    too: look at result["failed"])."""
+    name = module if "." in module else "overcommit.control." + module
+    play = [{"hosts": host, "gather_facts": False, "tasks": [{"name": "run", name: args}]}]
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
+        yaml.safe_dump(play, handle)
+        playbook = handle.name
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, playbook]
+    if check:
+        command.append("--check")
+    if diff:
+        command.append("--diff")
+    run_env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
+    run_env.update(env or {})
+    try:
+        completed = subprocess.run(command, env=run_env, capture_output=True, text=True, check=False)
+    finally:
+        os.unlink(playbook)
+    try:
+        output = json.loads(completed.stdout)
+        return output["plays"][0]["tasks"][0]["hosts"][host]
+    except (ValueError, KeyError, IndexError):
+        raise AssertionError("ansible-playbook gave no result (rc %d):\n%s\n%s" % (
+            completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
