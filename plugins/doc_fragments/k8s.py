@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # Connection options shared by the Kubernetes modules, named and read from
+    # the environment as in kubernetes.core.
+    DOCUMENTATION = r"""
+options:
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file, or the kubeconfig as a dictionary.
+      - Without it and without O(host), the in-cluster service account is tried first, then C(~/.kube/config).
+      - Can also be set with the E(K8S_AUTH_KUBECONFIG) environment variable.
+    type: raw
+  context:
+    description:
+      - The kubeconfig context to use instead of its current context.
+      - Can also be set with the E(K8S_AUTH_CONTEXT) environment variable.
+    type: str
+  host:
+    description:
+      - URL of the API server, for example C(https://api.example.com:6443).
+      - With O(api_key) (or O(client_cert) and O(client_key)) no kubeconfig is read.
+      - Can also be set with the E(K8S_AUTH_HOST) environment variable.
+    type: str
+  api_key:
+    description:
+      - Bearer token to authenticate with.
+      - Can also be set with the E(K8S_AUTH_API_KEY) environment variable.
+    type: str
+  validate_certs:
+    description:
+      - Whether to verify the API server's TLS certificate.
+      - Can also be set with the E(K8S_AUTH_VERIFY_SSL) environment variable.
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description:
+      - Path to the CA certificate that signed the API server's certificate.
+      - Can also be set with the E(K8S_AUTH_SSL_CA_CERT) environment variable.
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description:
+      - Path to a client certificate to authenticate with.
+      - Can also be set with the E(K8S_AUTH_CERT_FILE) environment variable.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - Path to the key of O(client_cert).
+      - Can also be set with the E(K8S_AUTH_KEY_FILE) environment variable.
+    type: path
+    aliases: [key_file]
+requirements:
+  - kubernetes (the Python client) on the host that runs the module
+notes:
+  - One connection serves every object of the task.
+  - In check mode every write is sent with C(dryRun=All), so the API server validates it, admission and RBAC
+    included, and stores nothing.
+  - The least privilege these modules need is the ClusterRole in the collection's C(docs/rbac/) directory.
+"""

@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Gate and open many nodes over one connection: one list of the fleet, the
+safety check over the whole plan, then one conditional patch per node that
+needs one (read again and re-planned on a conflict). One node failing is
+reported and the others go on."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+
+NODES = "/api/v1/nodes"
+
+
+def node_path(name):
+    return "%s/%s" % (NODES, name)
+
+
+class AdmissionRunner(object):
+    def __init__(self, client, request, record_fields):
+        self.client = client
+        self.request = request
+        self.record_fields = record_fields
+
+    def select(self, names, label_selector):
+        """Target names in order: those named, then those the selector matches
+        (filtered by the server, which knows every selector form)."""
+        targets = list(dict.fromkeys(names or []))
+        if label_selector:
+            for node in self.client.list(NODES, label_selector):
+                if node["metadata"]["name"] not in targets:
+                    targets.append(node["metadata"]["name"])
+        return targets
+
+    def run(self, names, label_selector):
+        """Per-node results and the fleet summary. Raises GateRefusal (before
+        any write) or K8sClientError when the fleet cannot be read."""
+        prefix = self.request["prefix"]
+        nodes = dict((node["metadata"]["name"], node) for node in self.client.list(NODES))
+        targets = self.select(names, label_selector)
+        plans, results = {}, {}
+        for name in targets:
+            if name not in nodes:
+                results[name] = {"name": name, "changed": False, "failed": True, "msg": "node %s not found" % name}
+                continue
+            plans[name] = gate.plan_node(gate.node_view(nodes[name], prefix), self.request, self.record_fields)
+        fleet = None
+        if self.request["state"] == "gated":
+            views = [gate.node_view(node, prefix) for node in nodes.values()]
+            fleet = gate.check_share(views, dict((name, plan["after"]) for name, plan in plans.items()),
+                                     self.request)
+        for name, plan in plans.items():
+            results[name] = self.apply(name, nodes[name], plan)
+        return [results[name] for name in targets], fleet
+
+    def apply(self, name, node, first_plan):
+        planned = {"plan": first_plan}
+
+        def plan_patch(current):
+            if current is not node:
+                planned["plan"] = gate.plan_node(gate.node_view(current, self.request["prefix"]), self.request,
+                                                 self.record_fields)
+            return planned["plan"]["patch"]
+
+        result = {"name": name, "changed": False}
+        try:
+            _current, patch, conflicts = self.client.read_modify_write(node_path(name), plan_patch, current=node)
+        except K8sClientError as exc:
+            result.update(failed=True, msg=str(exc), before=planned["plan"]["before"])
+            return result
+        plan = planned["plan"]
+        result.update(changed=patch is not None, before=plan["before"], after=plan["after"], gate=plan["after"]["gate"])
+        if conflicts:
+            result["conflicts"] = conflicts
+        return result

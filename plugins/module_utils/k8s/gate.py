@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The admission gate of a node: what to write so that new VMs may (open) or
+may not (gated) land on it, and the fleet-wide safety check. Pure: plain data
+in, plain data out.
+
+Gating sets owned taints (and optionally the cordon); why and when is kept in
+an annotation on the node, which also says which taints the gate added and
+whether it cordoned, so opening removes exactly those and never lifts a cordon
+someone else set."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, taints as node_taints
+
+STATES = ("gated", "open")
+DEFAULT_TAINT = {"key": "gated", "effect": "NoSchedule"}
+RECORD_NAME = "gate"
+RECORD_FIELDS = ("reason", "time", "by")
+
+
+class GateRefusal(Exception):
+    """A gate the fleet safety rule forbids; `force` overrides it."""
+
+
+def record_key(prefix):
+    return prefix + RECORD_NAME
+
+
+def check_request(params):
+    """The task's options, validated and normalised before anything is read
+    or written. Raises ValueRangeError naming the field."""
+    prefix = metadata.check_prefix(params["prefix"])
+    state = params["state"]
+    if state not in STATES:
+        raise ValueRangeError("state", state, "one of %s" % ", ".join(STATES))
+    share = params["max_gated_share"]
+    if not 0 < share <= 1:
+        raise ValueRangeError("max_gated_share", share, "a fraction of the nodes, greater than 0 and at most 1")
+    given = params.get("taints")
+    wanted = node_taints.check_taints(given if given is not None else [DEFAULT_TAINT], prefix)
+    labels = {}
+    for key, value in (params.get("labels") or {}).items():
+        field = "labels.%s" % key
+        labels[metadata.owned_key(field, key, prefix)] = metadata.check_label_value(field, value)
+    if record_key(prefix) in labels:
+        raise ValueRangeError("labels", record_key(prefix), "any owned key but %s, which holds the gate record"
+                              % record_key(prefix))
+    return {"prefix": prefix, "state": state, "taints": wanted, "taints_given": given is not None,
+            "labels": labels, "cordon": bool(params.get("cordon")), "max_gated_share": share,
+            "force": bool(params.get("force"))}
+
+
+def parse_record(text):
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def node_view(node, prefix):
+    """What the gate looks at on one Node object (the API's JSON)."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    return {
+        "name": meta.get("name"),
+        "taints": [node_taints.normalise(t) for t in spec.get("taints") or []],
+        "unschedulable": bool(spec.get("unschedulable")),
+        "labels": metadata.owned(meta.get("labels"), prefix),
+        "gate": parse_record(annotations.get(record_key(prefix))) if record_key(prefix) in annotations else None,
+    }
+
+
+def _cordon_after(view, request, record):
+    """(unschedulable, cordoned by the gate): the gate lifts only a cordon it set."""
+    we_cordoned = bool(record and record.get("cordoned"))
+    if request["state"] == "gated" and request["cordon"]:
+        return True, we_cordoned or not view["unschedulable"]
+    if we_cordoned:
+        return False, False
+    return view["unschedulable"], False
+
+
+def plan_node(view, request, record_fields):
+    """Before, after and the merge patch (None when nothing changes) for one
+    node. record_fields: reason, time, by of a new gate record."""
+    prefix, record = request["prefix"], view["gate"]
+    unschedulable, we_cordoned = _cordon_after(view, request, record)
+    if request["state"] == "gated":
+        taints_after = node_taints.with_gate(view["taints"], request["taints"])
+        still_ours = set(t["key"] for t in taints_after)
+        keys = sorted(set(k for k in (record or {}).get("taints", []) if k in still_ours)
+                      | set(t["key"] for t in request["taints"]))
+        unchanged = taints_after == view["taints"] and unschedulable == view["unschedulable"]
+        if record and unchanged and record.get("taints") == keys and bool(record.get("cordoned")) == we_cordoned:
+            record_after = record
+        else:
+            record_after = dict((k, v) for k, v in record_fields.items() if v is not None)
+            record_after.update(taints=keys, cordoned=we_cordoned)
+    else:
+        keys = set((record or {}).get("taints", []))
+        if request["taints_given"] or not record:
+            keys |= set(t["key"] for t in request["taints"])
+        taints_after = node_taints.without_keys(view["taints"], keys, prefix)
+        record_after = None
+    labels_patch = metadata.label_changes(view["labels"], request["labels"])
+    labels_after = dict(view["labels"], **labels_patch)
+    labels_after = dict((k, v) for k, v in labels_after.items() if v is not None)
+    after = {"taints": taints_after, "unschedulable": unschedulable, "labels": labels_after, "gate": record_after}
+    before = dict((key, view[key]) for key in after)
+    return {"before": before, "after": after, "patch": _patch(before, after, labels_patch, prefix)}
+
+
+def _patch(before, after, labels_patch, prefix):
+    patch = {}
+    if after["taints"] != before["taints"]:
+        patch.setdefault("spec", {})["taints"] = after["taints"] or None
+    if after["unschedulable"] != before["unschedulable"]:
+        patch.setdefault("spec", {})["unschedulable"] = after["unschedulable"] or None
+    if labels_patch:
+        patch.setdefault("metadata", {})["labels"] = labels_patch
+    if after["gate"] != before["gate"]:
+        text = json.dumps(after["gate"], sort_keys=True) if after["gate"] is not None else None
+        patch.setdefault("metadata", {})["annotations"] = {record_key(prefix): text}
+    return patch or None
+
+
+def is_closed(view, prefix):
+    """Closed to new VMs: cordoned (by anyone) or carrying an owned NoSchedule
+    taint. Foreign taints are not counted: they usually reserve a node for some
+    workloads rather than close it."""
+    return bool(view["unschedulable"]) or node_taints.closes(view["taints"], prefix)
+
+
+def check_share(views, planned_after, request):
+    """Refuses (GateRefusal) a task that would leave more than
+    max_gated_share of all nodes closed to new VMs: a whole fleet gated is an
+    outage. A task that closes no additional node is never refused.
+
+    views: every node of the cluster (node_view); planned_after: name -> the
+    planned `after` of the nodes this task changes."""
+    prefix = request["prefix"]
+    total = len(views)
+    closed_before = sum(1 for view in views if is_closed(view, prefix))
+    closed_after = sum(1 for view in views if is_closed(planned_after.get(view["name"], view), prefix))
+    allowed = int(request["max_gated_share"] * total + 1e-9)
+    fleet = {"nodes": total, "closed_before": closed_before, "closed_after": closed_after,
+             "max_gated_share": request["max_gated_share"], "max_closed": allowed}
+    if not request["force"] and closed_after > closed_before and closed_after > allowed:
+        raise GateRefusal("refusing to gate: %d of %d nodes would be closed to new VMs (%d now), more than "
+                          "max_gated_share=%g allows (%d nodes); nothing was changed; use force to override"
+                          % (closed_after, total, closed_before, request["max_gated_share"], allowed))
+    return fleet

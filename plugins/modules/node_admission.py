@@ -1,0 +1,250 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: node_admission
+short_description: Open or close Kubernetes nodes to new VMs, for many nodes per task
+version_added: 0.1.0
+description:
+  - The admission gate of overcommit, which decides whether I(more) VMs may land on a node, with taints, labels
+    and optionally the cordon. It never slows or evicts a running VM (the runtime brake is
+    M(overcommit.control.libvirt_cputune) or M(overcommit.control.kubevirt_vm_cpu_limit)).
+  - Acts on many nodes per task over one connection, selected by name and/or label selector.
+  - Owns only keys under O(prefix). Taints and labels of other owners always survive, also when they
+    change while the task runs, because C(spec.taints) is written whole with the C(resourceVersion) it was
+    computed from and re-read and re-planned on a conflict, as Kubernetes' own taint helper does.
+  - Why, when and by whom a node was gated is kept in the annotation C(<prefix>gate), with the taints the gate
+    added and whether it cordoned the node. O(state=open) removes exactly those and lifts only a cordon the
+    gate set itself.
+  - Refuses, before changing anything, a task that would leave more than O(max_gated_share) of the cluster's
+    nodes closed to new VMs (cordoned, or carrying a C(NoSchedule) taint under O(prefix)), unless O(force=true).
+  - Nodes not found and nodes whose write fails are reported one by one; the others are still handled and
+    the task then fails.
+author:
+  - overcommit.control maintainers (@overcommit)
+extends_documentation_fragment:
+  - overcommit.control.k8s
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Every write is sent to the API server as a dry run (C(dryRun=All)).
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  names:
+    description:
+      - Names of the nodes to act on.
+    type: list
+    elements: str
+    default: []
+    aliases: [nodes]
+  label_selector:
+    description:
+      - Also act on every node this label selector matches, for example C(topology.kubernetes.io/zone=zone-a).
+    type: str
+  state:
+    description:
+      - V(gated) closes the nodes to new VMs with O(taints) (and the cordon with O(cordon=true)).
+      - V(open) removes the taints the gate record lists (and O(taints) when given) and lifts the cordon if
+        the gate set it.
+    type: str
+    choices: [gated, open]
+    default: gated
+  taints:
+    description:
+      - The gate taints. A short key gets O(prefix); a full key must be under O(prefix).
+      - With O(state=gated) the owned taints with these keys are set to exactly these; other taints stay.
+      - "Defaults to C({key: gated, effect: NoSchedule})."
+    type: list
+    elements: dict
+    suboptions:
+      key:
+        description: Taint key.
+        type: str
+        required: true
+      value:
+        description: Taint value, for example why the node is gated.
+        type: str
+      effect:
+        description:
+          - V(NoSchedule) closes the node to new pods; V(PreferNoSchedule) only steers them away.
+          - C(NoExecute) is refused because it evicts running VMs.
+        type: str
+        choices: [NoSchedule, PreferNoSchedule]
+        default: NoSchedule
+  labels:
+    description:
+      - Owned labels to set on the nodes in either state, for example the ESXi host a node runs on.
+        A null value removes the label. Keys follow the same rule as taint keys.
+    type: dict
+    default: {}
+  cordon:
+    description:
+      - With O(state=gated), also mark the nodes unschedulable. The record says whether the gate cordoned a
+        node, so opening it never lifts a cordon set by someone else.
+    type: bool
+    default: false
+  reason:
+    description:
+      - Why the nodes are gated; kept in the gate record.
+    type: str
+  requested_by:
+    description:
+      - Who asked for the gate; kept in the record. Defaults to the user running the module.
+    type: str
+  prefix:
+    description:
+      - The key prefix this collection owns, a DNS subdomain followed by C(/).
+    type: str
+    default: overcommit.control/
+  max_gated_share:
+    description:
+      - The largest share of all the cluster's nodes that may be closed to new VMs after the task,
+        greater than 0 and at most 1. A task that closes no additional node is never refused.
+    type: float
+    default: 0.5
+  force:
+    description:
+      - Gate even beyond O(max_gated_share).
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Close the pressured nodes to new VMs
+  overcommit.control.node_admission:
+    names: [worker-07, worker-12]
+    taints:
+      - key: pressure
+        value: cpu
+    reason: "CPU PSI above 40 % for 10 minutes"
+
+- name: Close every node of an over-committed ESXi host, and label them with the host
+  overcommit.control.node_admission:
+    label_selector: overcommit.control/esxi-host=esx-03
+    labels:
+      esxi-pressure: "true"
+    reason: "esx-03 CPU ready above 10 %"
+
+- name: Reopen them, removing exactly what the gate added
+  overcommit.control.node_admission:
+    label_selector: overcommit.control/esxi-host=esx-03
+    state: open
+    labels:
+      esxi-pressure: null
+"""
+
+RETURN = r"""
+nodes:
+  description: One result per node, in the order they were selected.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    changed:
+      description: Whether this node was (or in check mode would be) changed.
+      type: bool
+    failed:
+      description: Present and true when this node failed; the other nodes were still handled.
+      type: bool
+    msg:
+      description: Why this node failed.
+      type: str
+    before:
+      description: The node's taints, cordon, owned labels and gate record before the task.
+      type: dict
+    after:
+      description: The same after the task.
+      type: dict
+    gate:
+      description: The gate record now on the node (reason, time, by, taints, cordoned), or null when open.
+      type: dict
+    conflicts:
+      description: How many times another writer changed the node between our read and our write
+        (each time it was read again and re-planned). Present only when it happened.
+      type: int
+  sample:
+    - name: worker-07
+      changed: true
+      before: {taints: [], unschedulable: false, labels: {}, gate: null}
+      after:
+        taints: [{key: overcommit.control/pressure, value: cpu, effect: NoSchedule}]
+        unschedulable: false
+        labels: {}
+        gate: {reason: CPU PSI above 40 %, time: "2026-01-05T10:00:00Z", by: ops,
+               taints: [overcommit.control/pressure], cordoned: false}
+fleet:
+  description: With O(state=gated), the safety check over all the cluster's nodes.
+  returned: when state is gated and the fleet could be read
+  type: dict
+  sample: {nodes: 40, closed_before: 2, closed_after: 4, max_gated_share: 0.5, max_closed: 20}
+"""
+
+import getpass
+from datetime import datetime, timezone
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.admission import AdmissionRunner
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
+    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            auth_argument_spec(),
+            names=dict(type="list", elements="str", default=[], aliases=["nodes"]),
+            label_selector=dict(type="str"),
+            state=dict(type="str", default="gated", choices=list(gate.STATES)),
+            taints=dict(type="list", elements="dict", options=dict(
+                key=dict(type="str", required=True, no_log=False),
+                value=dict(type="str"),
+                effect=dict(type="str", default="NoSchedule", choices=["NoSchedule", "PreferNoSchedule"]),
+            )),
+            labels=dict(type="dict", default={}),
+            cordon=dict(type="bool", default=False),
+            reason=dict(type="str"),
+            requested_by=dict(type="str"),
+            prefix=dict(type="str", default=DEFAULT_PREFIX),
+            max_gated_share=dict(type="float", default=0.5),
+            force=dict(type="bool", default=False),
+        ),
+        required_one_of=[("names", "label_selector")],
+        supports_check_mode=True,
+    )
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    try:
+        request = gate.check_request(module.params)
+    except ValueRangeError as exc:
+        module.fail_json(msg=str(exc), field=exc.field)
+    record_fields = {"reason": module.params["reason"], "by": module.params["requested_by"] or getpass.getuser(),
+                     "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    try:
+        client = K8sClient(module.params, dry_run=module.check_mode)
+        results, fleet = AdmissionRunner(client, request, record_fields).run(
+            module.params["names"], module.params["label_selector"])
+    except (K8sClientError, gate.GateRefusal) as exc:
+        module.fail_json(msg=str(exc), nodes=[])
+    client.close()
+    exit_fleet(module, results, "node", "nodes", **({"fleet": fleet} if fleet else {}))
+
+
+if __name__ == "__main__":
+    main()

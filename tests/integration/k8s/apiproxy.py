@@ -1,0 +1,74 @@
+"""A plain-HTTP front for the lab's kube-apiserver, for tests that must see
+or interleave with what a module sends: it records every request and can run
+a hook (another writer, say) just before forwarding one. The module under
+test talks to it with `host` and `api_key`; it forwards to the real server
+over TLS with the same token."""
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import urllib3
+import yaml
+
+FORWARDED_HEADERS = ("Authorization", "Content-Type", "Accept")
+
+
+def kubeconfig_parts(path):
+    """(server URL, CA path, token) of a one-user kubeconfig as the lab writes them."""
+    with open(path) as handle:
+        config = yaml.safe_load(handle)
+    cluster = config["clusters"][0]["cluster"]
+    return cluster["server"], cluster["certificate-authority"], config["users"][0]["user"]["token"]
+
+
+class ApiProxy(object):
+    def __init__(self, upstream, ca_cert, before_forward=None):
+        self.upstream = upstream.rstrip("/")
+        self.pool = urllib3.PoolManager(ca_certs=ca_cert, cert_reqs="CERT_REQUIRED")
+        self.before_forward = before_forward
+        self.requests = []
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                parts = urlsplit(self.path)
+                entry = {"method": self.command, "path": parts.path, "query": parse_qs(parts.query), "body": body}
+                with proxy.lock:
+                    proxy.requests.append(entry)
+                if proxy.before_forward:
+                    proxy.before_forward(entry)
+                headers = dict((k, self.headers[k]) for k in FORWARDED_HEADERS if self.headers.get(k))
+                response = proxy.pool.request(self.command, proxy.upstream + self.path, body=body, headers=headers,
+                                              retries=False)
+                self.send_response(response.status)
+                self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(response.data)))
+                self.end_headers()
+                self.wfile.write(response.data)
+
+            do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def writes(self):
+        return [r for r in self.requests if r["method"] in ("POST", "PUT", "PATCH", "DELETE")]
