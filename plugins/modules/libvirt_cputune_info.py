@@ -15,6 +15,8 @@ description:
   - For many domains in one call, reports live and persistent CPU tuning, vCPUs, pinning, the
     effective class, the throttle recorded by M(overcommit.control.libvirt_cputune) (who, why, when, the
     previous values), and measured usage from two domain-stats samples.
+  - A domain that cannot be read (unknown, or running on a host without a cgroup CPU controller) is
+    reported with C(failed) and C(msg); the others are still reported, and the task then fails.
   - Usage is the C(cpu.time) rate (CPUs used) and the C(vcpu.N.delay) rate summed over the vCPUs
     (CPUs of steal; time the vCPUs were runnable but waited for a host CPU).
 author:

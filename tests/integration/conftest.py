@@ -5,6 +5,7 @@ log; it is never skipped."""
 import os
 import ssl
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -112,10 +113,22 @@ def cpu_rate(conn, domain, seconds=2.0):
 
 @pytest.fixture
 def busy_guest(libvirt_conn):
-    """The lab's one-vCPU busy guest, running for the test and shut off after it."""
+    """The lab's one-vCPU busy guest, running for the test, then shut off with
+    its persistent tuning and throttle record reset."""
+    import libvirt
+
     domain = libvirt_conn.lookupByName("oc-lab-busy-1")
     if not domain.isActive():
         domain.create()
     yield domain
     if domain.isActive():
         domain.destroy()
+    # Whatever a test left in the persistent config goes with it.
+    root = ET.fromstring(domain.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
+    for cputune in root.findall("cputune"):
+        root.remove(cputune)
+    for metadata in root.findall("metadata"):
+        for element in list(metadata):
+            if "overcommit.control/xmlns/throttle" in element.tag:
+                metadata.remove(element)
+    libvirt_conn.defineXML(ET.tostring(root, encoding="unicode"))

@@ -11,6 +11,7 @@ __metaclass__ = type
 import os
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 try:
     import libvirt
@@ -94,7 +95,27 @@ class LibvirtClient(object):
         return _wrap(domain.schedulerParametersFlags, _affect(target))
 
     def set_scheduler_parameters(self, domain, params, target):
-        _wrap(domain.setSchedulerParametersFlags, params, _affect(target))
+        params = dict(params)
+        # In the persistent config 0 means "not set", but libvirt stores a
+        # written cpu_shares=0 as <shares>0</shares>, which then refuses to start.
+        unset_shares = target == CONFIG and params.get("cpu_shares") == 0
+        if unset_shares:
+            del params["cpu_shares"]
+        if params:
+            _wrap(domain.setSchedulerParametersFlags, params, _affect(target))
+        if unset_shares:
+            self._remove_config_shares(domain)
+
+    def _remove_config_shares(self, domain):
+        root = ET.fromstring(_wrap(domain.XMLDesc, libvirt.VIR_DOMAIN_XML_INACTIVE | libvirt.VIR_DOMAIN_XML_SECURE))
+        cputune = root.find("cputune")
+        shares = cputune.find("shares") if cputune is not None else None
+        if shares is None:
+            return
+        cputune.remove(shares)
+        if len(cputune) == 0:
+            root.remove(cputune)
+        _wrap(self.conn.defineXML, ET.tostring(root, encoding="unicode"))
 
     def set_metadata(self, domain, element_xml, key, namespace, live, config):
         """Writes (or with element_xml None, removes) one metadata element."""

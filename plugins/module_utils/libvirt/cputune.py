@@ -26,15 +26,15 @@ def shares_range(cgroup_version):
     return (cpu.WEIGHT_RANGE_V2[0], cpu.SHARES_RANGE_V1[1])
 
 
-def read_state(client, domain, class_namespace, described=None):
-    """Everything the planner needs about one domain, as plain data."""
+def read_state(client, domain, class_namespace, described=None, targets=None):
+    """Everything the planner needs about one domain, as plain data; tuning
+    is read for `targets` only (None: every target the domain has), so a host
+    that cannot report live tuning still serves config-only work."""
     described = described or client.describe(domain)
     facts = domain_xml.describe(described["xml"], class_namespace)
-    current = {}
-    if described["active"]:
-        current[LIVE] = client.scheduler_parameters(domain, LIVE)
-    if described["persistent"]:
-        current[CONFIG] = client.scheduler_parameters(domain, CONFIG)
+    if targets is None:
+        targets = [t for t, has in ((LIVE, described["active"]), (CONFIG, described["persistent"])) if has]
+    current = dict((target, client.scheduler_parameters(domain, target)) for target in targets)
     effective, why = vm_class.resolve_class(facts["declared_class"], facts["pinned"], facts["realtime"])
     return dict(facts, name=described["name"], active=described["active"], persistent=described["persistent"],
                 current=current, vm_class=effective, class_reason=why)
@@ -91,9 +91,10 @@ class CpuTuneRunner(object):
         result = {"name": name, "changed": False}
         try:
             domain = domain or self.client.lookup(name)
-            state = read_state(self.client, domain, self.params["class_namespace"], described)
+            described = described or self.client.describe(domain)
+            targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+            state = read_state(self.client, domain, self.params["class_namespace"], described, targets)
             result["class"] = state["vm_class"]
-            targets = plan.targets_for(self.params["apply"], state["active"], state["persistent"])
             if self.params["state"] == "throttled":
                 domain_plan = self.plan_throttle(state, targets)
             else:

@@ -147,9 +147,23 @@ def _preferred_position(key):
 
 def throttle_target(previous, cap):
     """A throttled domain is its pre-throttle tuning with the cap on top, so
-    switching scope returns the other scope to what it was before us."""
+    switching scope returns the other scope to what it was before us.
+
+    A whole-domain cap also lowers any pre-existing vCPU or emulator cap that
+    is looser than it (cgroup v1 refuses such a child, and on v2 it would be
+    moot); restore returns those to their recorded values."""
     target = pick(previous)
     target.update(cap)
+    if "global_quota" in cap:
+        parent = _group_ratio(target, "global")
+        for group in CHILD_GROUPS:
+            period_key, quota_key = GROUPS[group]
+            if quota_key in cap or parent == float("inf"):
+                continue
+            child = _group_ratio(target, group)
+            if child != float("inf") and child > parent:
+                period = target.get(period_key) or cpu.DEFAULT_PERIOD
+                target[quota_key] = max(cpu.QUOTA_RANGE[0], int(parent * period))
     return target
 
 

@@ -1,0 +1,209 @@
+"""libvirt_cputune and libvirt_cputune_info against the lab's real libvirtd
+with running QEMU guests."""
+
+import subprocess
+
+import libvirt
+import pytest
+
+from conftest import cpu_rate
+from run_module import run_module
+
+HOST = "lab-hypervisor"
+LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
+CONFIG = libvirt.VIR_DOMAIN_AFFECT_CONFIG
+# A throttled busy guest is measured within this many CPUs of its cap.
+TOLERANCE_CPUS = 0.1
+
+
+def cputune(args, **kwargs):
+    return run_module("libvirt_cputune", args, host=HOST, **kwargs)
+
+
+def sched(domain):
+    tuning = {"live": domain.schedulerParametersFlags(LIVE)} if domain.isActive() else {}
+    tuning["config"] = domain.schedulerParametersFlags(CONFIG)
+    return tuning
+
+
+def by_name(result):
+    return dict((entry["name"], entry) for entry in result["domains"])
+
+
+@pytest.fixture
+def restore_after(libvirt_conn):
+    """Domains a test throttles are restored by the module, or their tuning
+    and record are reset, whatever the test did."""
+    names = []
+    yield names
+    if names:
+        cputune({"domains": names, "state": "restored"})
+
+
+@pytest.fixture
+def idle4(libvirt_conn, restore_after):
+    restore_after.append("oc-lab-idle-4")
+    return libvirt_conn.lookupByName("oc-lab-idle-4")
+
+
+def test_throttle_caps_measured_usage_and_restore_returns_exact_values_and_usage(libvirt_conn, busy_guest,
+                                                                                 restore_after):
+    restore_after.append("oc-lab-busy-1")
+    # Someone's custom tuning before us: restore must return exactly this.
+    busy_guest.setSchedulerParametersFlags({"cpu_shares": 2048, "vcpu_quota": 80000}, LIVE)
+    busy_guest.setSchedulerParametersFlags({"cpu_shares": 2048, "vcpu_period": 100000, "vcpu_quota": 80000}, CONFIG)
+    before = sched(busy_guest)
+    assert 0.5 < cpu_rate(libvirt_conn, busy_guest) < 0.8 + TOLERANCE_CPUS
+
+    result = cputune({"domains": ["oc-lab-busy-1"], "cpus": 0.3, "reason": "INC-1 noisy neighbour"})
+    assert result["changed"] and not result.get("failed"), result
+    entry = by_name(result)["oc-lab-busy-1"]
+    assert entry["throttle"]["reason"] == "INC-1 noisy neighbour"
+    assert entry["throttle"]["previous"]["live"]["vcpu_quota"] == 80000
+    live = busy_guest.schedulerParametersFlags(LIVE)
+    assert (live["global_period"], live["global_quota"], live["cpu_shares"]) == (100000, 30000, 2048)
+    # The looser per-vCPU cap is lowered to the domain cap (cgroup v1 needs it).
+    assert live["vcpu_quota"] == 30000
+    assert cpu_rate(libvirt_conn, busy_guest) == pytest.approx(0.3, abs=TOLERANCE_CPUS)
+
+    info = run_module("libvirt_cputune_info", {"domains": ["oc-lab-busy-1"], "sample_seconds": 2}, host=HOST)
+    reported = info["domains"][0]
+    assert reported["cap_cpus"] == pytest.approx(0.3)
+    assert reported["throttle"]["reason"] == "INC-1 noisy neighbour"
+    assert reported["usage"]["cpus_used"] == pytest.approx(0.3, abs=TOLERANCE_CPUS)
+
+    again = cputune({"domains": ["oc-lab-busy-1"], "cpus": 0.3, "reason": "INC-1 noisy neighbour"})
+    assert not again["changed"]
+
+    restored = cputune({"domains": ["oc-lab-busy-1"], "state": "restored"})
+    assert restored["changed"] and by_name(restored)["oc-lab-busy-1"]["throttle"] is None
+    assert sched(busy_guest) == before
+    assert 0.5 < cpu_rate(libvirt_conn, busy_guest) < 0.8 + TOLERANCE_CPUS
+    assert not cputune({"domains": ["oc-lab-busy-1"], "state": "restored"})["changed"]
+
+
+def test_cap_set_with_persistence_survives_a_guest_restart(libvirt_conn, busy_guest, restore_after):
+    restore_after.append("oc-lab-busy-1")
+    result = cputune({"domains": ["oc-lab-busy-1"], "cpus": 0.4, "shares": 512, "reason": "restart test"})
+    assert result["changed"], result
+    busy_guest.destroy()
+    busy_guest.create()
+    live = busy_guest.schedulerParametersFlags(LIVE)
+    assert (live["global_period"], live["global_quota"], live["cpu_shares"]) == (100000, 40000, 512)
+    assert cpu_rate(libvirt_conn, busy_guest) == pytest.approx(0.4, abs=TOLERANCE_CPUS)
+    restored = cputune({"domains": ["oc-lab-busy-1"], "state": "restored"})
+    assert restored["changed"]
+    assert busy_guest.schedulerParametersFlags(LIVE)["global_quota"] == -1
+    config = busy_guest.schedulerParametersFlags(CONFIG)
+    assert (config["global_quota"], config["cpu_shares"]) == (0, 0)
+    # The restored persistent config starts again as it did before the throttle.
+    busy_guest.destroy()
+    busy_guest.create()
+    assert busy_guest.schedulerParametersFlags(LIVE)["cpu_shares"] == 1024
+
+
+def test_switching_per_vcpu_cap_to_whole_domain_cap_in_one_task(libvirt_conn, idle4):
+    per_vcpu = cputune({"domains": ["oc-lab-idle-4"], "scope": "vcpu", "cpus": 0.5})
+    assert per_vcpu["changed"], per_vcpu
+    assert idle4.schedulerParametersFlags(LIVE)["vcpu_quota"] == 50000
+    # On cgroup v1 writing the domain cap first would fail: its vCPUs hold 0.5 each.
+    whole = cputune({"domains": ["oc-lab-idle-4"], "scope": "domain", "cpus": 1.2})
+    assert whole["changed"] and not whole.get("failed"), whole
+    live = idle4.schedulerParametersFlags(LIVE)
+    assert (live["vcpu_quota"], live["global_quota"]) == (-1, 120000)
+    restored = cputune({"domains": ["oc-lab-idle-4"], "state": "restored"})
+    assert restored["changed"]
+    live = idle4.schedulerParametersFlags(LIVE)
+    assert (live["vcpu_quota"], live["global_quota"]) == (-1, -1)
+
+
+def test_check_mode_changes_nothing_and_diff_shows_before_and_after(idle4):
+    before = sched(idle4)
+    result = cputune({"domains": ["oc-lab-idle-4"], "cpus": 2}, check=True, diff=True)
+    assert result["changed"]
+    assert sched(idle4) == before
+    diff = result["diff"][0]
+    assert diff["before"]["live"]["global_quota"] == -1 and diff["after"]["live"]["global_quota"] == 200000
+    assert diff["before"]["throttle"] is None and diff["after"]["throttle"]["cpus"] == 2
+
+
+def test_one_failing_domain_neither_hides_nor_stops_the_others(libvirt_conn, idle4):
+    result = cputune({"domains": ["oc-lab-no-such-domain", "oc-lab-idle-4", "oc-lab-dedicated-2"], "cpus": 2})
+    assert result["failed"]
+    entries = by_name(result)
+    assert entries["oc-lab-idle-4"]["changed"] and not entries["oc-lab-idle-4"].get("failed")
+    assert idle4.schedulerParametersFlags(LIVE)["global_quota"] == 200000
+    assert entries["oc-lab-no-such-domain"]["failed"] and "not found" in entries["oc-lab-no-such-domain"]["msg"]
+    assert "dedicated" in entries["oc-lab-dedicated-2"]["msg"] and "pinned" in entries["oc-lab-dedicated-2"]["msg"]
+    assert "oc-lab-no-such-domain" in result["msg"] and "oc-lab-dedicated-2" in result["msg"]
+
+
+def test_dedicated_domain_only_with_force(libvirt_conn, restore_after):
+    restore_after.append("oc-lab-dedicated-2")
+    dedicated = libvirt_conn.lookupByName("oc-lab-dedicated-2")
+    refused = cputune({"domains": ["oc-lab-dedicated-2"], "cpus": 1})
+    assert refused["failed"] and dedicated.schedulerParametersFlags(LIVE)["global_quota"] == -1
+    forced = cputune({"domains": ["oc-lab-dedicated-2"], "cpus": 1, "force": True})
+    assert forced["changed"] and dedicated.schedulerParametersFlags(LIVE)["global_quota"] == 100000
+
+
+def test_cap_under_the_shared_floor_only_with_force(idle4):
+    refused = cputune({"domains": ["oc-lab-idle-4"], "cpus": 0.5})
+    assert refused["failed"] and "under the shared floor of 1 CPUs" in refused["domains"][0]["msg"]
+    assert idle4.schedulerParametersFlags(LIVE)["global_quota"] == -1
+    assert cputune({"domains": ["oc-lab-idle-4"], "cpus": 0.5, "force": True})["changed"]
+
+
+@pytest.mark.parametrize("args,field", [
+    ({"cpus": 0.001}, "cpus"),
+    ({"cpus": 1, "period": 500}, "period"),
+    ({"quota": 10}, "quota"),
+    ({"shares": 1}, "shares"),
+    ({"cpus": 1, "floor": 2}, "floor"),
+])
+def test_out_of_range_values_are_refused_before_any_change(idle4, args, field):
+    before = sched(idle4)
+    result = cputune(dict(args, domains=["oc-lab-idle-4"]))
+    assert result["failed"] and result["field"] == field
+    assert result["msg"].startswith(field + "=") and "allowed" in result["msg"]
+    assert sched(idle4) == before
+
+
+def test_shut_off_domain_live_only_fails_and_config_is_changed(libvirt_conn, restore_after):
+    restore_after.append("oc-lab-busy-2")
+    shut_off = libvirt_conn.lookupByName("oc-lab-busy-2")
+    assert not shut_off.isActive()
+    live_only = cputune({"domains": ["oc-lab-busy-2"], "cpus": 1, "apply": "live"})
+    assert live_only["failed"] and "shut off" in live_only["domains"][0]["msg"]
+    by_default = cputune({"domains": ["oc-lab-busy-2"], "cpus": 1})
+    assert by_default["changed"]
+    assert shut_off.schedulerParametersFlags(CONFIG)["global_quota"] == 100000
+
+
+def test_per_vcpu_cap_above_an_existing_domain_cap_cannot_hold(idle4):
+    idle4.setSchedulerParametersFlags({"global_quota": 30000}, LIVE)
+    try:
+        result = cputune({"domains": ["oc-lab-idle-4"], "scope": "vcpu", "cpus": 0.5, "apply": "live"})
+        assert result["failed"] and "exceeds the whole-domain cap" in result["domains"][0]["msg"]
+        assert idle4.schedulerParametersFlags(LIVE)["vcpu_quota"] == -1
+    finally:
+        idle4.setSchedulerParametersFlags({"global_quota": -1}, LIVE)
+
+
+def test_host_without_cgroup_cpu_controller_fails_per_domain_and_writes_nothing(lab):
+    uri = lab["OVERCOMMIT_LIBVIRT_NOCGROUP_URI"]
+    result = cputune({"uri": uri, "domains": ["oc-lab-nocgroup-1"], "cpus": 1})
+    assert result["failed"] and "cgroup CPU controller is not mounted" in result["domains"][0]["msg"]
+    assert not result["changed"]
+    # No throttle record was left behind: the domain needs no restore.
+    xml = subprocess.run(["virsh", "-c", uri, "dumpxml", "oc-lab-nocgroup-1"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "<cputune>" not in xml and "xmlns/throttle" not in xml
+    info = run_module("libvirt_cputune_info", {"uri": uri, "domains": ["oc-lab-nocgroup-1"]}, host=HOST)
+    assert info["failed"] and "cgroup CPU controller" in info["domains"][0]["msg"]
+
+
+def test_classes_select_domains_across_the_host():
+    info = run_module("libvirt_cputune_info", {"classes": ["dedicated"], "sample_seconds": 0}, host=HOST)
+    assert [d["name"] for d in info["domains"]] == ["oc-lab-dedicated-2"]
+    assert info["domains"][0]["class_reason"] == "its vCPUs are pinned"

@@ -1,0 +1,138 @@
+import pytest
+
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
+
+LIVE_DEFAULT = dict(plan.LIVE_UNSET, cpu_shares=1024)
+CONFIG_DEFAULT = dict((key, 0) for key in plan.TUNE_KEYS)
+
+
+def state(live=None, config=None, record=None, active=True):
+    current = {}
+    if live is not None:
+        current["live"] = live
+    if config is not None:
+        current["config"] = config
+    return {"current": current, "record": record, "active": active}
+
+
+def apply_writes(current, writes):
+    result = dict(current)
+    for key, value in writes:
+        result[key] = value
+        assert plan.hierarchy_violation(result) is None, (key, result)
+    return result
+
+
+def test_cap_values_for_domain_and_vcpu_scopes():
+    assert plan.cap_values(4, cpus=2) == {"global_period": 100000, "global_quota": 200000}
+    assert plan.cap_values(4, cpus=0.5, scope="vcpu", period=50000) == {"vcpu_period": 50000, "vcpu_quota": 25000}
+    assert plan.cap_values(1, quota=-7, shares=512) == {"global_period": 100000, "global_quota": -1, "cpu_shares": 512}
+    assert plan.domain_cpus({"vcpu_period": 100000, "vcpu_quota": 50000}, 4) == 2
+    assert plan.domain_cpus({"cpu_shares": 512}, 4) is None
+
+
+def test_switching_from_per_vcpu_to_whole_domain_cap_orders_writes_for_cgroup_v1():
+    current = dict(LIVE_DEFAULT, vcpu_quota=50000)
+    target = dict(LIVE_DEFAULT, global_quota=30000)
+    writes = plan.live_write_order(current, target)
+    assert [key for key, _value in writes] == ["vcpu_quota", "global_quota"]
+    assert apply_writes(current, writes) == target
+
+
+def test_raising_a_parent_and_its_child_writes_the_parent_first():
+    current = dict(LIVE_DEFAULT, global_quota=30000, vcpu_quota=20000)
+    target = dict(LIVE_DEFAULT, global_quota=80000, vcpu_quota=60000)
+    writes = plan.live_write_order(current, target)
+    assert writes[0] == ("global_quota", 80000)
+    assert apply_writes(current, writes) == target
+
+
+def test_a_period_change_that_would_transiently_break_the_hierarchy_is_ordered_around():
+    current = dict(LIVE_DEFAULT, global_quota=60000, vcpu_quota=50000)
+    target = dict(LIVE_DEFAULT, global_quota=60000, vcpu_period=20000, vcpu_quota=10000)
+    assert apply_writes(current, plan.live_write_order(current, target)) == target
+
+
+def test_a_child_cap_above_the_domain_cap_is_refused_with_the_reason():
+    with pytest.raises(plan.PlanError, match="vcpu cap .0.5 CPU. exceeds the whole-domain cap .0.3 CPU"):
+        plan.live_write_order(LIVE_DEFAULT, dict(LIVE_DEFAULT, global_quota=30000, vcpu_quota=50000))
+
+
+def test_domain_cap_lowers_a_looser_custom_vcpu_cap_and_restore_brings_it_back():
+    custom = dict(LIVE_DEFAULT, vcpu_quota=80000, cpu_shares=2048)
+    planned = plan.plan_throttle(state(live=custom), plan.cap_values(2, cpus=0.5), ["live"], {"reason": "x"})
+    after = planned["changes"]["live"]["after"]
+    assert after["global_quota"] == 50000 and after["vcpu_quota"] == 50000 and after["cpu_shares"] == 2048
+    assert planned["record_after"]["previous"]["live"] == custom
+
+    throttled = state(live=after, record=planned["record_after"])
+    restored = plan.plan_restore(throttled, ["live"])
+    assert restored["changes"]["live"]["after"] == custom
+    assert restored["record_after"] is None
+
+
+def test_rethrottle_keeps_the_first_previous_values_and_same_cap_is_a_no_op():
+    first = plan.plan_throttle(state(live=LIVE_DEFAULT, config=CONFIG_DEFAULT), plan.cap_values(2, cpus=1),
+                               ["live", "config"], {"reason": "first"})
+    throttled = state(live=first["changes"]["live"]["after"], config=first["changes"]["config"]["after"],
+                      record=first["record_after"])
+    again = plan.plan_throttle(throttled, plan.cap_values(2, cpus=1), ["live", "config"], {"reason": "again"})
+    assert again["record_after"] is first["record_after"]
+    assert not any(plan.changed(c["before"], c["after"]) for c in again["changes"].values())
+    tighter = plan.plan_throttle(throttled, plan.cap_values(2, cpus=0.5), ["live", "config"], {"reason": "tighter"})
+    assert tighter["record_after"]["previous"] == {"live": LIVE_DEFAULT, "config": CONFIG_DEFAULT}
+    assert tighter["record_after"]["reason"] == "tighter"
+
+
+def test_restoring_a_domain_never_throttled_changes_nothing():
+    assert plan.plan_restore(state(live=LIVE_DEFAULT), ["live"]) == {
+        "changes": {}, "record_before": None, "record_after": None}
+
+
+def test_domain_throttled_while_shut_off_restores_live_from_its_recorded_config():
+    config_custom = dict(CONFIG_DEFAULT, global_period=100000, global_quota=150000)
+    record = {"reason": "x", "previous": {"config": config_custom}}
+    running = state(live=dict(LIVE_DEFAULT, global_quota=50000), config=dict(config_custom, global_quota=50000),
+                    record=record)
+    restored = plan.plan_restore(running, ["live", "config"])
+    assert restored["changes"]["live"]["after"]["global_quota"] == 150000
+    assert restored["changes"]["config"]["after"] == config_custom
+
+
+@pytest.mark.parametrize("apply,active,persistent,expected", [
+    ("auto", True, True, ["live", "config"]),
+    ("auto", True, False, ["live"]),
+    ("auto", False, True, ["config"]),
+    ("config", True, True, ["config"]),
+])
+def test_apply_targets(apply, active, persistent, expected):
+    assert plan.targets_for(apply, active, persistent) == expected
+
+
+def test_live_on_a_shut_off_domain_is_refused():
+    with pytest.raises(plan.PlanError, match="shut off"):
+        plan.targets_for("live", False, True)
+    with pytest.raises(plan.PlanError, match="transient"):
+        plan.targets_for("both", True, False)
+
+
+def test_record_round_trips_through_domain_xml():
+    record = {"reason": "INC-1 <noisy> & \"loud\"", "time": "2026-11-29T10:00:00Z", "by": "sre", "class": "shared",
+              "scope": "domain", "cpus": 2.0,
+              "previous": {"live": LIVE_DEFAULT, "config": CONFIG_DEFAULT}}
+    element = domain_xml.record_xml(record)
+    xml = ("<domain><vcpu current='2'>4</vcpu><metadata>%s</metadata></domain>"
+           % element.replace("<throttle", "<oc:throttle xmlns:oc='%s'" % domain_xml.THROTTLE_NAMESPACE, 1)
+           .replace("</throttle>", "</oc:throttle>").replace("<previous", "<oc:previous")
+           .replace("</previous>", "</oc:previous>"))
+    described = domain_xml.describe(xml)
+    assert described["record"] == record
+    assert described["vcpus"] == 2 and described["max_vcpus"] == 4
+
+
+def test_class_pinning_and_realtime_are_read_from_domain_xml():
+    xml = """<domain><vcpu>2</vcpu><cputune><vcpupin vcpu='0' cpuset='1'/><vcpusched vcpus='0' scheduler='fifo'/>
+             </cputune><metadata><vm xmlns='%s'><class>burstable</class></vm></metadata></domain>""" % (
+        domain_xml.CLASS_NAMESPACE)
+    described = domain_xml.describe(xml)
+    assert described["pinned"] and described["realtime"] and described["declared_class"] == "burstable"
