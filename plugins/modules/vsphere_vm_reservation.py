@@ -1,0 +1,308 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: vsphere_vm_reservation
+short_description: Set and restore CPU and memory reservations, limits and shares of many vSphere VMs
+version_added: 0.1.0
+description:
+  - Sets the CPU and memory reservation, limit and shares of many VMs in one task over one login, and
+    restores exactly what was there before. Typical use is reserving CPU and memory on ESXi for the VMs
+    that are Kubernetes nodes, so the hypervisor's overcommit cannot starve them.
+  - VMs are selected by name, BIOS or instance UUID, managed object id, folder or cluster, all looked up
+    in one property-collector query; a name, UUID or id that matches no VM is reported on its own.
+  - Only the fields that differ are sent, in one C(ReconfigVM_Task) per VM, guarded by the C(changeVersion)
+    the change was planned against; the changeVersions are re-read in one query just before writing, and a VM
+    changed in between is refused rather than overwritten. Reservations, limits and shares apply to running
+    VMs, and no VM is ever powered off or on.
+  - On the first change the values it replaces are recorded on the VM in a custom attribute (O(attribute)),
+    with the reason, time and requester; O(state=restored) returns exactly those and clears the record.
+    Later changes keep the first prior values. Restoring a VM that has no record changes nothing.
+  - Every option value is checked before anything is read; each VM's resulting allocation is checked
+    (limit at least the reservation, CPU reservation within vCPUs x host core speed, memory reservation
+    within the configured memory) before any VM is changed. One VM failing neither hides nor stops the
+    others; the task then fails and lists each failure.
+author:
+  - overcommit.control maintainers (@overcommit)
+extends_documentation_fragment:
+  - overcommit.control.vsphere
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  vms:
+    description:
+      - Names of the VMs to act on. A name that several VMs share is reported as ambiguous; use O(uuids)
+        or O(moids) for those.
+    type: list
+    elements: str
+    default: []
+    aliases: [names]
+  uuids:
+    description:
+      - BIOS UUIDs (C(config.uuid)) or instance UUIDs (C(config.instanceUuid)) of VMs to act on.
+    type: list
+    elements: str
+    default: []
+  moids:
+    description:
+      - Managed object ids of VMs to act on, for example C(vm-1042).
+    type: list
+    elements: str
+    default: []
+  folders:
+    description:
+      - Act on every VM in these VM folders and their subfolders, given by inventory path, for example
+        C(/DC1/vm/k8s-nodes).
+    type: list
+    elements: str
+    default: []
+  clusters:
+    description:
+      - Act on every VM registered on a host of these clusters, given by name or inventory path.
+    type: list
+    elements: str
+    default: []
+  state:
+    description:
+      - V(present) sets the values given; V(restored) returns the values recorded before the first change.
+    type: str
+    choices: [present, restored]
+    default: present
+  cpu:
+    description:
+      - CPU allocation to set. Fields not given are left as they are.
+    type: dict
+    suboptions:
+      reservation:
+        description: Guaranteed CPU in MHz, 0 or more, at most vCPUs x the host's core speed.
+        type: int
+      limit:
+        description: Most CPU the VM may use in MHz, at least the reservation, or V(-1) for no limit.
+        type: int
+      shares_level:
+        description: Relative priority under contention; V(custom) needs O(cpu.shares).
+        type: str
+        choices: [low, normal, high, custom]
+      shares:
+        description: Custom number of shares (implies O(cpu.shares_level=custom)).
+        type: int
+  memory:
+    description:
+      - Memory allocation to set. Fields not given are left as they are.
+    type: dict
+    suboptions:
+      reservation:
+        description: Guaranteed memory in MB, 0 or more, at most the VM's configured memory.
+        type: int
+      limit:
+        description: Most memory the VM may use in MB, at least the reservation, or V(-1) for no limit.
+        type: int
+      shares_level:
+        description: Relative priority under contention; V(custom) needs O(memory.shares).
+        type: str
+        choices: [low, normal, high, custom]
+      shares:
+        description: Custom number of shares (implies O(memory.shares_level=custom)).
+        type: int
+  memory_reservation_locked_to_max:
+    description:
+      - Reserve all of the VM's memory, following later memory changes (C(memoryReservationLockedToMax)).
+        vSphere then sets the memory reservation itself; a different O(memory.reservation) is refused.
+    type: bool
+  change_versions:
+    description:
+      - The C(changeVersion) each VM is expected to have, by name or managed object id, for example the
+        C(change_version) a check-mode run reported for a plan that was then reviewed. A VM whose
+        changeVersion differs is refused and left unchanged.
+    type: dict
+    default: {}
+  attribute:
+    description:
+      - Name of the VM custom attribute that keeps the record of the values replaced. It is created on first
+        use (this needs the Global.ManageCustomFields privilege).
+    type: str
+    default: overcommit.control.reservation
+  reason:
+    description:
+      - Why the change is made; kept in the record.
+    type: str
+  requested_by:
+    description:
+      - Who asked for the change; kept in the record. Defaults to the user running the module.
+    type: str
+  parallel_tasks:
+    description:
+      - How many reconfigure tasks run at once.
+    type: int
+    default: 16
+notes:
+  - Units are MHz for CPU and MB for memory, as in the vSphere API.
+seealso:
+  - module: overcommit.control.vsphere_overcommit_info
+"""
+
+EXAMPLES = r"""
+- name: Reserve CPU and memory for the Kubernetes node VMs
+  overcommit.control.vsphere_vm_reservation:
+    hostname: vcenter.example.com
+    username: automation@vsphere.local
+    password: "{{ vcenter_password }}"
+    folders: [/DC1/vm/k8s-nodes]
+    cpu:
+      reservation: 4000
+      shares_level: high
+    memory:
+      reservation: 16384
+    reason: "CHG-1182 protect node VMs from ESXi overcommit"
+
+- name: Cap two noisy VMs, found by UUID
+  overcommit.control.vsphere_vm_reservation:
+    uuids:
+      - 4212f0a4-6a0e-2b9c-7f1d-3c1e8f0b9a11
+      - 4212d2aa-08c3-51f0-9f44-0d6a4c7e2b3c
+    cpu:
+      limit: 2000
+
+- name: Put them back exactly as they were
+  overcommit.control.vsphere_vm_reservation:
+    folders: [/DC1/vm/k8s-nodes]
+    state: restored
+"""
+
+RETURN = r"""
+vms:
+  description: One result per VM, in the order they were selected.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: VM name (or the selector that matched nothing).
+      type: str
+    moid:
+      description: Managed object id of the VM.
+      type: str
+    uuid:
+      description: BIOS UUID of the VM.
+      type: str
+    power_state:
+      description: Power state of the VM (never changed by this module).
+      type: str
+    changed:
+      description: Whether this VM was (or in check mode would be) changed.
+      type: bool
+    failed:
+      description: Present and true when this VM failed; the other VMs were still handled.
+      type: bool
+    msg:
+      description: Why this VM failed.
+      type: str
+    field:
+      description: The option or record field a refusal is about.
+      type: str
+    change_version:
+      description: The C(changeVersion) the change was planned against.
+      type: str
+    sent:
+      description: The fields sent (or in check mode to be sent) in the reconfigure, nothing else.
+      type: dict
+    before:
+      description: C(cpu), C(memory), C(memory_reservation_locked_to_max) and the C(record) before the task.
+      type: dict
+    after:
+      description: The same after the task.
+      type: dict
+    record:
+      description: The record now on the VM (prior values, reason, time, requester), or null.
+      type: dict
+  sample:
+    - name: k8s-node-3
+      moid: vm-1042
+      changed: true
+      sent: {cpu: {reservation: 4000}}
+      before: {cpu: {reservation: 0, limit: -1, shares_level: normal, shares: 2000}, record: null}
+      after: {cpu: {reservation: 4000, limit: -1, shares_level: normal, shares: 2000},
+              record: {v: 1, prior: {cpu.reservation: 0}, by: ops, at: "2026-01-01T00:00:00Z"}}
+"""
+
+import getpass
+from datetime import datetime, timezone
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
+    HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.inventory import SelectorError
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import (
+    DEFAULT_ATTRIBUTE, ReservationError)
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
+
+
+def allocation_options():
+    return dict(type="dict", options=dict(
+        reservation=dict(type="int"),
+        limit=dict(type="int"),
+        shares_level=dict(type="str", choices=["low", "normal", "high", "custom"]),
+        shares=dict(type="int"),
+    ))
+
+
+def main():
+    argument_spec = connection_argument_spec()
+    argument_spec.update(
+        vms=dict(type="list", elements="str", default=[], aliases=["names"]),
+        uuids=dict(type="list", elements="str", default=[]),
+        moids=dict(type="list", elements="str", default=[]),
+        folders=dict(type="list", elements="str", default=[]),
+        clusters=dict(type="list", elements="str", default=[]),
+        state=dict(type="str", default="present", choices=["present", "restored"]),
+        cpu=allocation_options(),
+        memory=allocation_options(),
+        memory_reservation_locked_to_max=dict(type="bool"),
+        change_versions=dict(type="dict", default={}),
+        attribute=dict(type="str", default=DEFAULT_ATTRIBUTE),
+        reason=dict(type="str"),
+        requested_by=dict(type="str"),
+        parallel_tasks=dict(type="int", default=16),
+    )
+    module = AnsibleModule(argument_spec=argument_spec,
+                           required_one_of=[("vms", "uuids", "moids", "folders", "clusters")],
+                           supports_check_mode=True)
+    if not HAS_PYVMOMI:
+        module.fail_json(msg=missing_required_lib("pyVmomi"))
+    runner = ReservationRunner(None, module.params, module.check_mode,
+                               now=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                               requested_by=module.params["requested_by"] or getpass.getuser())
+    try:
+        runner.validate()
+    except ReservationError as exc:
+        module.fail_json(msg=str(exc), field=exc.field)
+    params = module.params
+    try:
+        runner.client = VsphereClient(params["hostname"], params["username"], params["password"],
+                                      params["port"], params["validate_certs"])
+        results = runner.run()
+    except (SelectorError, ReservationError) as exc:
+        module.fail_json(msg=str(exc), field=exc.field)
+    except VsphereClientError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if runner.client is not None:
+            runner.client.close()
+    exit_fleet(module, results, "vm", "vms")
+
+
+if __name__ == "__main__":
+    main()
