@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Gate and open many nodes over one connection: one list of the fleet, the
-safety check over the whole plan, then one conditional patch per node that
-needs one (read again and re-planned on a conflict). One node failing is
-reported and the others go on."""
+"""Gate and open many nodes over one connection: a few reads (one list of
+the fleet when gating), the safety check over the whole plan, then one
+conditional patch per node that needs one (read again and re-planned on a
+conflict). One node failing is reported and the others go on."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,6 +14,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 
 NODES = "/api/v1/nodes"
+# Up to this many nodes are read one by one; more in one list of the fleet.
+FEW_NODES = 20
 
 
 def node_path(name):
@@ -26,22 +28,39 @@ class AdmissionRunner(object):
         self.request = request
         self.record_fields = record_fields
 
-    def select(self, names, label_selector):
-        """Target names in order: those named, then those the selector matches
-        (filtered by the server, which knows every selector form)."""
+    def read(self, names, label_selector):
+        """(target names in order: those named, then those the selector
+        matches; name -> Node for the targets that exist; the whole fleet, or
+        None). Gating reads the whole fleet, which the share check needs, and
+        asks the selector for names only; opening reads just the targets."""
+        gating = self.request["state"] == "gated"
         targets = list(dict.fromkeys(names or []))
+        nodes = {}
         if label_selector:
-            for node in self.client.list(NODES, label_selector):
-                if node["metadata"]["name"] not in targets:
-                    targets.append(node["metadata"]["name"])
-        return targets
+            for node in self.client.list(NODES, label_selector, metadata_only=gating):
+                name = node["metadata"]["name"]
+                nodes[name] = node
+                if name not in targets:
+                    targets.append(name)
+        fleet = None
+        if gating or len(targets) - len(nodes) > FEW_NODES:
+            fleet = self.client.list(NODES)
+            nodes = dict((node["metadata"]["name"], node) for node in fleet)
+        else:
+            for name in targets:
+                if name not in nodes:
+                    try:
+                        nodes[name] = self.client.get(node_path(name))
+                    except K8sClientError as exc:
+                        if exc.status != 404:
+                            raise
+        return targets, nodes, fleet
 
     def run(self, names, label_selector):
         """Per-node results and the fleet summary. Raises GateRefusal (before
-        any write) or K8sClientError when the fleet cannot be read."""
+        any write) or K8sClientError when the nodes cannot be read."""
         prefix = self.request["prefix"]
-        nodes = dict((node["metadata"]["name"], node) for node in self.client.list(NODES))
-        targets = self.select(names, label_selector)
+        targets, nodes, fleet_nodes = self.read(names, label_selector)
         plans, results = {}, {}
         for name in targets:
             if name not in nodes:
@@ -49,8 +68,8 @@ class AdmissionRunner(object):
                 continue
             plans[name] = gate.plan_node(gate.node_view(nodes[name], prefix), self.request, self.record_fields)
         fleet = None
-        if self.request["state"] == "gated":
-            views = [gate.node_view(node, prefix) for node in nodes.values()]
+        if fleet_nodes is not None and self.request["state"] == "gated":
+            views = [gate.node_view(node, prefix) for node in fleet_nodes]
             fleet = gate.check_share(views, dict((name, plan["after"]) for name, plan in plans.items()),
                                      self.request)
         for name, plan in plans.items():
