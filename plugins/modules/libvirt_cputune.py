@@ -120,6 +120,13 @@ options:
       - Throttle dedicated domains and go under the shared floor.
     type: bool
     default: false
+  missing:
+    description:
+      - What a name in O(domains) that is not defined on the host is. V(fail) reports it as a failed domain;
+        V(ignore) reports it as skipped, for fleet runs that name every target on every host.
+    type: str
+    choices: [fail, ignore]
+    default: fail
   floor:
     description:
       - The least a throttle may leave a non-dedicated domain, as a fraction of its vCPUs
@@ -149,6 +156,27 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+summary:
+  description: Names of the domains per outcome, for a per-host summary.
+  returned: always
+  type: dict
+  contains:
+    changed:
+      description: Domains changed (or that would be, in check mode).
+      type: list
+      elements: str
+    unchanged:
+      description: Domains already as asked.
+      type: list
+      elements: str
+    skipped:
+      description: Names not defined on the host, with O(missing=ignore).
+      type: list
+      elements: str
+    failed:
+      description: Domain name to why it failed.
+      type: dict
+  sample: {changed: [web-17], unchanged: [web-18], skipped: [], failed: {batch-3: "Domain not found"}}
 domains:
   description: One result per domain, in the order they were handled.
   returned: always
@@ -162,7 +190,10 @@ domains:
       description: Whether this domain was (or in check mode would be) changed.
       type: bool
     failed:
-      description: Present and true when this domain failed; O(domains) others were still handled.
+      description: Present and true when this domain failed; the other domains were still handled.
+      type: bool
+    skipped:
+      description: Present and true when the name is not defined on the host and O(missing=ignore).
       type: bool
     msg:
       description: Why this domain failed.
@@ -219,6 +250,7 @@ def main():
             requested_by=dict(type="str"),
             force=dict(type="bool", default=False),
             floor=dict(type="float", default=0.25),
+            missing=dict(type="str", default="fail", choices=["fail", "ignore"]),
         ),
         mutually_exclusive=[("cpus", "quota"), ("emulator_cpus", "emulator_quota")],
         required_one_of=[("domains", "classes")],

@@ -21,11 +21,14 @@ def diff_entries(results, kind):
 
 
 def summary(results):
+    """Names per outcome, for people (a per-host summary) and for the task's
+    own changed/failed status."""
     failed = [r for r in results if r.get("failed")]
     return {
-        "changed": any(r.get("changed") for r in results),
-        "changed_count": sum(1 for r in results if r.get("changed")),
-        "failed_count": len(failed),
+        "changed": [r["name"] for r in results if r.get("changed") and not r.get("failed")],
+        "unchanged": [r["name"] for r in results if not (r.get("changed") or r.get("failed") or r.get("skipped"))],
+        "skipped": [r["name"] for r in results if r.get("skipped")],
+        "failed": dict((r["name"], r.get("msg")) for r in failed),
         "failure_msg": ("%d of %d failed: %s" % (len(failed), len(results), "; ".join(
             "%s: %s" % (r["name"], r.get("msg")) for r in failed))) if failed else None,
     }
@@ -35,9 +38,10 @@ def exit_fleet(module, results, kind, key, **extra):
     """Ends the module: every object's result under `key`; the task fails
     when any object failed, after the others were done."""
     outcome = summary(results)
-    payload = dict(extra, changed=outcome["changed"], **{key: results})
+    failure_msg = outcome.pop("failure_msg")
+    payload = dict(extra, changed=any(r.get("changed") for r in results), summary=outcome, **{key: results})
     if module._diff:
         payload["diff"] = diff_entries(results, kind)
-    if outcome["failure_msg"]:
-        module.fail_json(msg=outcome["failure_msg"], **payload)
+    if failure_msg:
+        module.fail_json(msg=failure_msg, **payload)
     module.exit_json(**payload)

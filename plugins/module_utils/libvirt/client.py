@@ -19,6 +19,8 @@ except ImportError:  # reported by the module through HAS_LIBVIRT
     libvirt = None
 
 HAS_LIBVIRT = libvirt is not None
+# virErrorNumber VIR_ERR_NO_DOMAIN
+ERR_NO_DOMAIN = 42
 LIVE = "live"
 CONFIG = "config"
 

@@ -12,7 +12,7 @@ __metaclass__ = type
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    CONFIG, LIVE, LibvirtClientError)
+    CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
 
 # Errors that belong to one domain: reported on it, the others carry on.
 DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError)
@@ -90,7 +90,13 @@ class CpuTuneRunner(object):
     def run_one(self, name, domain, described):
         result = {"name": name, "changed": False}
         try:
-            domain = domain or self.client.lookup(name)
+            try:
+                domain = domain or self.client.lookup(name)
+            except LibvirtClientError as exc:
+                # Fleet runs name every target on every host: absent is not an error there.
+                if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
+                    return dict(result, skipped=True, msg="not defined on this host")
+                raise
             described = described or self.client.describe(domain)
             targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
             state = read_state(self.client, domain, self.params["class_namespace"], described, targets)
