@@ -65,7 +65,7 @@ EXAMPLES = r"""
 
 - name: Show the top five
   ansible.builtin.debug:
-    msg: "{{ tuning.domains | selectattr('usage', 'defined') | sort(attribute='usage.cpus_used', reverse=true) | list | first(5) }}"
+    msg: "{{ tuning.domains | selectattr('usage', 'defined') | sort(attribute='usage.cpus_used', reverse=true) | batch(5) | first }}"
 """
 
 RETURN = r"""

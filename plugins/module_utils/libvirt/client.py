@@ -81,16 +81,12 @@ class LibvirtClient(object):
         return _wrap(self.conn.listAllDomains, 0)
 
     def describe(self, domain):
-        """State and XML of one domain: the live definition when running, and
-        the persistent one when it has one."""
-        active = bool(_wrap(domain.isActive))
-        persistent = bool(_wrap(domain.isPersistent))
+        """State and XML of one domain (the live definition when it runs)."""
         return {
             "name": domain.name(),
-            "active": active,
-            "persistent": persistent,
+            "active": bool(_wrap(domain.isActive)),
+            "persistent": bool(_wrap(domain.isPersistent)),
             "xml": _wrap(domain.XMLDesc, 0),
-            "config_xml": _wrap(domain.XMLDesc, libvirt.VIR_DOMAIN_XML_INACTIVE) if persistent and active else None,
         }
 
     def scheduler_parameters(self, domain, target):
