@@ -33,7 +33,10 @@ author:
 extends_documentation_fragment:
   - overcommit.control.vsphere
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
 attributes:
+  action_group:
+    membership: [overcommit.control.vsphere]
   check_mode:
     support: full
   diff_mode:

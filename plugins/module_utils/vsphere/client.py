@@ -56,7 +56,8 @@ class VsphereClientError(Exception):
 
 def fault_message(exc):
     """The server's own words for a fault, and the fault's type name."""
-    name = type(exc).__name__
+    # pyVmomi names fault classes by their full type, e.g. vim.fault.ConcurrentAccess.
+    name = type(exc).__name__.split(".")[-1]
     msg = getattr(exc, "msg", None) or getattr(exc, "localizedMessage", None) or str(exc)
     return msg, name
 

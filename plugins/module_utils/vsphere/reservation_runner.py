@@ -14,12 +14,11 @@ from ansible_collections.overcommit.control.plugins.module_utils.vsphere import 
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation as rsv
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClientError
 
-STALE = "changeVersion"
 
-
-def stale_message(planned, current):
-    return ("the VM changed since it was read (changeVersion %s, now %s): nothing was sent; run the task again"
-            % (planned, current))
+def stale_message(planned, current=None):
+    now = ", now %s" % current if current is not None else "; vCenter refused it as stale"
+    return ("the VM changed since it was read (changeVersion %s%s): its allocation was left as it is; run the task "
+            "again" % (planned, now))
 
 
 class VmPlan(object):
@@ -42,7 +41,8 @@ class VmPlan(object):
         return bool(self.change_set.changed) or self.record_changed
 
     def fail(self, msg):
-        self.result.update(failed=True, changed=False, msg=msg)
+        # Nothing of this VM's change stays: report it as unchanged.
+        self.result.update(failed=True, changed=False, msg=msg, sent={}, after=self.result.get("before"))
 
 
 class ReservationRunner(object):
@@ -163,7 +163,7 @@ class ReservationRunner(object):
             if error is None:
                 continue
             if error.fault == "ConcurrentAccess":
-                plan.fail(stale_message(plan.change_version, "newer"))
+                plan.fail(stale_message(plan.change_version))
             else:
                 plan.fail("reconfigure failed: %s" % error)
             if plan.record_before is None and plan.record_after is not None:
