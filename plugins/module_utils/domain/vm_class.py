@@ -59,3 +59,32 @@ def check_throttle(vm_class, why, vcpus, domain_cpus, floor_fraction=DEFAULT_FLO
         if domain_cpus + 1e-9 < floor:
             raise Refusal("a cap of %g CPUs is under the %s floor of %g CPUs (%d vCPUs x %g); use force to override"
                           % (domain_cpus, vm_class, floor, vcpus, floor_fraction))
+
+
+def cpu_template(vm_class, vcpus, request=None, limit=None, floor_fraction=DEFAULT_FLOOR_FRACTION, force=False):
+    """The CPU a VM of a class is promised and capped at, in CPUs (None: not
+    set, so the request follows the cluster's allocation ratio and there is
+    no limit), and whether it gets dedicated CPUs. Raises Refusal when the
+    class rules forbid the values.
+
+    dedicated: dedicated CPUs, request = limit = vCPUs: never overcommitted.
+    shared:    request explicit or from the ratio, optional limit, not under the floor.
+    burstable: request = baseline, limit = ceiling, both required."""
+    if vm_class == DEDICATED:
+        for name, value in (("cpu_request", request), ("cpu_limit", limit)):
+            if value is not None and abs(value - vcpus) > 1e-9 and not force:
+                raise Refusal("%s=%g would overcommit a dedicated VM: its request and limit are its %d vCPUs; use "
+                              "force to override" % (name, value, vcpus))
+        return {"request": float(vcpus), "limit": float(vcpus), "dedicated": True}
+    if vm_class == BURSTABLE and (request is None or limit is None):
+        raise Refusal("a burstable VM needs cpu_request (its baseline) and cpu_limit (its ceiling)")
+    if request is not None and request > vcpus + 1e-9:
+        raise Refusal("cpu_request=%g is above the VM's %d vCPUs" % (request, vcpus))
+    if limit is not None:
+        if request is not None and limit + 1e-9 < request:
+            raise Refusal("cpu_limit=%g is under cpu_request=%g" % (limit, request))
+        floor = floor_cpus(vcpus, floor_fraction)
+        if limit + 1e-9 < floor and not force:
+            raise Refusal("cpu_limit=%g is under the %s floor of %g CPUs (%d vCPUs x %g); use force to override"
+                          % (limit, vm_class, floor, vcpus, floor_fraction))
+    return {"request": request, "limit": limit, "dedicated": False}

@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""KubeVirt objects over the client: finding the KubeVirt CR and setting its
-overcommit model with a resourceVersion-guarded patch."""
+"""KubeVirt objects over the client: the KubeVirt CR's overcommit model and
+the resource templates of many VirtualMachines, each written with a
+resourceVersion-guarded patch and re-planned on a conflict."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import kubevirt_config
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import kubevirt_config, vm_resources
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 
 API = "/apis/kubevirt.io/v1"
@@ -58,3 +60,77 @@ def configure(client, namespace, name, wanted):
     if conflicts:
         result["conflicts"] = conflicts
     return result
+
+
+def _select_vms(client, namespace, names, label_selector):
+    """(wanted names in order, as namespace/name; namespace/name -> VM)."""
+    scope = namespaced_path(namespace, "virtualmachines") if namespace else API + "/virtualmachines"
+    vms = dict(("%s/%s" % (vm["metadata"]["namespace"], vm["metadata"]["name"]), vm)
+               for vm in client.list(scope, label_selector))
+    wanted = ["%s/%s" % (namespace, name) for name in dict.fromkeys(names or [])]
+    if label_selector or not names:
+        wanted.extend(key for key in sorted(vms) if key not in wanted)
+    return wanted, vms
+
+
+def _vmis(client, namespace):
+    scope = namespaced_path(namespace, "virtualmachineinstances") if namespace else API + "/virtualmachineinstances"
+    return dict(("%s/%s" % (vmi["metadata"]["namespace"], vmi["metadata"]["name"]), vmi)
+                for vmi in client.list(scope))
+
+
+class VmResourcesRunner(object):
+    """One task: enforce a resource template on many VMs, or audit them."""
+
+    def __init__(self, client, request):
+        self.client = client
+        self.request = request
+
+    def run(self, namespace, names, label_selector):
+        """Per-VM results, in order. A VM not found, refused or failing is
+        reported on its own; the others go on."""
+        wanted, vms = _select_vms(self.client, namespace, names, label_selector)
+        vmis = _vmis(self.client, namespace)
+        results = []
+        for key in wanted:
+            if key not in vms:
+                results.append({"name": key, "changed": False, "failed": True, "msg": "VM %s not found" % key})
+            elif self.request["mode"] == "audit":
+                results.append(self.audit(key, vms[key], vmis.get(key)))
+            else:
+                results.append(self.enforce(key, vms[key], vmis.get(key)))
+        return results
+
+    def audit(self, key, vm, vmi):
+        try:
+            facts = vm_resources.vm_facts(vm, vmi, self.request["class_label"])
+        except ValueRangeError as exc:
+            return {"name": key, "changed": False, "failed": True, "msg": "unreadable resources: %s" % exc}
+        findings = vm_resources.audit(facts)
+        return {"name": key, "changed": False, "class": vm_resources.effective_class(facts)[0],
+                "running": facts["running"], "findings": findings, "risky": bool(findings)}
+
+    def enforce(self, key, vm, vmi):
+        namespace, name = key.split("/", 1)
+        planned = {}
+
+        def plan_patch(current):
+            planned.update(vm_resources.plan(current, vmi, self.request))
+            return planned["patch"]
+
+        result = {"name": key, "changed": False}
+        try:
+            _current, patch, conflicts = self.client.read_modify_write(
+                namespaced_path(namespace, "virtualmachines", name), plan_patch, current=vm)
+        except (K8sClientError, vm_resources.VmRefusal, ValueRangeError) as exc:
+            field = getattr(exc, "field", None)
+            result.update(failed=True, msg=str(exc), **({"field": field} if field else {}))
+            return result
+        result.update(changed=patch is not None, before=planned["before"], after=planned["after"],
+                      launcher_overhead=planned["overhead"], running=planned["facts"]["running"],
+                      restart_required=planned["restart_required"] and patch is not None,
+                      restart_reasons=planned["restart_reasons"] if patch is not None else [],
+                      restart_required_condition=planned["facts"]["restart_required_condition"])
+        if conflicts:
+            result["conflicts"] = conflicts
+        return result

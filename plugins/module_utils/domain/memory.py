@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Memory of a KubeVirt VM: the virt-launcher overhead as KubeVirt estimates
+it, and the rules a guest/request/limit triple must keep. Pure: bytes in,
+plain data out.
+
+KubeVirt adds its overhead estimate to the launcher pod's request and limit,
+but the estimate is not a bound: QEMU's real overhead grows with devices, I/O
+and migrations. A VM limit of exactly the guest memory leaves no slack beyond
+the estimate and is a classic source of OOM kills, so this collection keeps
+every VM limit at least one overhead above the guest memory."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+MI = 2 ** 20
+GI = 2 ** 30
+# Components of KubeVirt's launcher overhead (pkg/virt-controller/services).
+PAGETABLE_DIVISOR = 512
+FIXED_OVERHEAD = 240 * MI
+PER_VCPU_OVERHEAD = 8 * MI
+IOTHREAD_OVERHEAD = 8 * MI
+VIDEO_OVERHEAD = 32 * MI
+DEDICATED_OVERHEAD = 100 * MI
+VFIO_OVERHEAD = GI
+
+
+def launcher_overhead(guest, vcpus, graphics=True, dedicated=False, vfio=False):
+    """Bytes KubeVirt adds for the launcher of a VM with `guest` bytes and
+    `vcpus` vCPUs. A running VMI reports the exact figure in
+    status.memory.memoryOverhead; prefer that when there is one."""
+    overhead = guest // PAGETABLE_DIVISOR + FIXED_OVERHEAD + PER_VCPU_OVERHEAD * vcpus + IOTHREAD_OVERHEAD
+    if graphics:
+        overhead += VIDEO_OVERHEAD
+    if dedicated:
+        overhead += DEDICATED_OVERHEAD
+    if vfio:
+        overhead += VFIO_OVERHEAD
+    return overhead
+
+
+def round_up_mi(size):
+    return -(-size // MI) * MI
+
+
+def least_limit(guest, overhead):
+    """The smallest VM memory limit the rules allow: guest + overhead, in Mi."""
+    return round_up_mi(guest + overhead)
+
+
+def findings(guest, request, limit, overhead):
+    """(check, message) for every rule a guest/request/limit triple breaks.
+    request/limit None: not set."""
+    found = []
+    if request is not None and request > guest:
+        found.append(("memory_request_above_guest", "the memory request (%s) is above the guest memory (%s): "
+                      "the difference is requested and never used" % (mib(request), mib(guest))))
+    if limit is not None:
+        if limit == guest:
+            found.append(("memory_limit_equals_guest", "the memory limit equals the guest memory (%s): no room for "
+                          "the launcher beyond KubeVirt's estimate; OOM-kill risk" % mib(guest)))
+        elif limit < guest + overhead:
+            found.append(("memory_limit_below_guest_plus_overhead", "the memory limit (%s) is under guest memory + "
+                          "launcher overhead (%s + %s): OOM-kill risk" % (mib(limit), mib(guest), mib(overhead))))
+    return found
+
+
+def mib(size):
+    return "%gMi" % round(size / float(MI), 1)
