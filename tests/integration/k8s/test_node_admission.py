@@ -211,3 +211,27 @@ def test_an_unknown_node_is_reported_and_the_others_are_gated(kube_admin, make_n
                                   "msg": "node oc-it-no-such-node not found"}
     assert result["nodes"][1]["changed"] is True
     assert node_state(kube_admin, name)["taints"] == [GATE]
+
+
+def test_connection_options_come_from_the_k8s_auth_environment_as_in_kubernetes_core(kube_admin, make_nodes, lab):
+    name = make_nodes(1)[0]
+    server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_OPERATOR"])
+    args = {"names": [name], "max_gated_share": 1.0}
+    no_kubeconfig = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": "/nonexistent"}
+    by_env = run_module("node_admission", args, env=dict(no_kubeconfig, K8S_AUTH_HOST=server, K8S_AUTH_API_KEY=token,
+                                                         K8S_AUTH_SSL_CA_CERT=ca_cert))
+    assert not by_env.get("failed"), by_env
+    assert node_state(kube_admin, name)["taints"] == [GATE]
+
+    untrusted = run_module("node_admission", dict(args, state="open"),
+                           env=dict(no_kubeconfig, K8S_AUTH_HOST=server, K8S_AUTH_API_KEY=token))
+    assert untrusted["failed"] is True and "CERTIFICATE_VERIFY_FAILED" in untrusted["msg"]
+    unverified = run_module("node_admission", dict(args, state="open"),
+                            env=dict(no_kubeconfig, K8S_AUTH_HOST=server, K8S_AUTH_API_KEY=token,
+                                     K8S_AUTH_VERIFY_SSL="false"))
+    assert not unverified.get("failed"), unverified
+    assert node_state(kube_admin, name)["taints"] == []
+
+    by_context = run_module("node_admission", dict(args, context="no-such-context"),
+                            env={"K8S_AUTH_KUBECONFIG": lab["OVERCOMMIT_KUBECONFIG_OPERATOR"]})
+    assert by_context["failed"] is True and "no-such-context" in by_context["msg"]
