@@ -176,6 +176,11 @@ vms:
           summation counters, KB for the memory ones; -1 where vSphere has no value).
       type: dict
       returned: when O(return_samples=true)
+vms_not_reported:
+  description: VMs named in O(vms) that are not reported, each with C(name) and C(reason).
+  returned: always
+  type: list
+  elements: dict
 counters:
   description: The counter id this server uses for each counter name (null when it does not offer it).
   returned: when O(vm_stats=true)

@@ -55,7 +55,10 @@ def gather(client, params):
     for host_id in host_ids:
         name = inventory["hosts"][host_id].get("name")
         host_rows.append(capacity.host_row(inventory, host_id, [row for row in vm_rows if row["host"] == name]))
+    reported = set(row["name"] for row in vm_rows)
     return {
+        "vms_not_reported": [{"name": name, "reason": "no powered-on VM of this name on the hosts in scope"}
+                             for name in params["vms"] or [] if name not in reported],
         "hosts": host_rows,
         "clusters": capacity.cluster_rows(host_rows, vm_rows),
         "vms": vm_rows,

@@ -96,6 +96,9 @@ class ReservationRunner(object):
     def plan_one(self, result, inventory, moid, field_key):
         vm = inventory["vms"][moid]
         result.update(moid=moid, uuid=vm.get("config.uuid"), power_state=vm.get("runtime.powerState"))
+        if vm.get("config.changeVersion") is None or vm.get("config.hardware.numCPU") is None:
+            # Orphaned or inaccessible VMs have no readable configuration.
+            raise rsv.ReservationError("vms", "the VM's configuration cannot be read (orphaned or inaccessible VM)")
         change_version = vm.get("config.changeVersion")
         result["change_version"] = change_version
         expected = self.params["change_versions"] or {}

@@ -89,3 +89,9 @@ def test_scope_and_bad_input(run):
     assert unknown["failed"] is True and unknown["field"] == "clusters" and "DC0_C0" in unknown["msg"]
     bad_samples = run(MODULE, {"samples": 0})
     assert bad_samples["failed"] is True and bad_samples["field"] == "samples" and "1..180" in bad_samples["msg"]
+
+
+def test_named_vms_that_are_not_reported_are_listed(run):
+    result = run(MODULE, {"vms": ["DC0_C0_RP0_VM0", "ghost"], "vm_stats": False})
+    assert [vm["name"] for vm in result["vms"]] == ["DC0_C0_RP0_VM0"]
+    assert [vm["name"] for vm in result["vms_not_reported"]] == ["ghost"]

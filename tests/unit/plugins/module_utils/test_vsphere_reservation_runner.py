@@ -103,3 +103,11 @@ def test_check_mode_reads_only():
     results = run(client, check_mode=True)
     assert results["a"]["changed"] is True and results["a"]["sent"] == {"cpu": {"reservation": 1000}}
     assert client.calls == []
+
+
+def test_a_vm_without_readable_configuration_is_refused():
+    client = FakeClient()
+    client.vms["vm-2"]["config.changeVersion"] = None
+    results = run(client)
+    assert results["b"]["failed"] is True and "cannot be read" in results["b"]["msg"]
+    assert results["a"]["changed"] is True
