@@ -139,7 +139,7 @@ options:
     default: overcommit.control.reservation
   reason:
     description:
-      - Why the change is made; kept in the record.
+      - Why the change is made; kept in the record (its first 120 characters).
     type: str
   requested_by:
     description:

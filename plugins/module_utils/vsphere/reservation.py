@@ -25,6 +25,7 @@ FIELDS = tuple("%s.%s" % (resource, key) for resource in RESOURCES for key in AL
 UNLIMITED = -1
 RECORD_VERSION = 1
 DEFAULT_ATTRIBUTE = "overcommit.control.reservation"
+REASON_MAX = 120
 
 
 class ReservationError(ValueError):

@@ -111,7 +111,8 @@ class ReservationRunner(object):
         if self.params["state"] == "present":
             fields = {"at": self.now, "by": self.requested_by}
             if self.params["reason"]:
-                fields["reason"] = self.params["reason"]
+                # Kept short: the record lives in a custom attribute value.
+                fields["reason"] = self.params["reason"][:rsv.REASON_MAX]
             change_set, record_after = rsv.plan_set(live, self.desired, record, fields, memory_mb)
         else:
             change_set, record_after = rsv.plan_restore(live, record, memory_mb)

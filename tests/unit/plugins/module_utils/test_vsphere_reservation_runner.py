@@ -111,3 +111,10 @@ def test_a_vm_without_readable_configuration_is_refused():
     results = run(client)
     assert results["b"]["failed"] is True and "cannot be read" in results["b"]["msg"]
     assert results["a"]["changed"] is True
+
+
+def test_a_long_reason_is_shortened_in_the_record():
+    client = FakeClient()
+    run(client, reason="x" * 500)
+    record = json.loads([call[2] for call in client.calls if call[0] == "set_custom_value"][0])
+    assert record["reason"] == "x" * 120
