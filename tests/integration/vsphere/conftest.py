@@ -10,6 +10,10 @@ from run_module import run_module
 from vsphere_checks import ATTRIBUTE, LAB_VMS, allocation, find_vms, record_of
 
 
+def expandable(vm):
+    return (vm.config.cpuAllocation.expandableReservation, vm.config.memoryAllocation.expandableReservation)
+
+
 @pytest.fixture(scope="session")
 def vmware_env(lab):
     return dict((key, lab[key]) for key in ("VMWARE_HOST", "VMWARE_PORT", "VMWARE_USER", "VMWARE_PASSWORD",
@@ -29,15 +33,18 @@ def run(vmware_env):
 def lab_vms(vsphere):
     """The four lab VMs; whatever a test leaves changed is put back after it."""
     vms = find_vms(vsphere, LAB_VMS)
-    saved = [(vm, allocation(vm), record_of(vsphere, vm)) for vm in vms]
+    saved = [(vm, allocation(vm), expandable(vm), record_of(vsphere, vm)) for vm in vms]
     yield vms
-    for vm, before, record in saved:
-        if allocation(vm) != before:
+    for vm, before, was_expandable, record in saved:
+        # vcsim drops the fields a reconfigure leaves out (expandableReservation
+        # too), so the whole allocation goes back whenever anything differs.
+        if allocation(vm) != before or expandable(vm) != was_expandable:
             spec = vim.vm.ConfigSpec(memoryReservationLockedToMax=before["locked"])
-            for resource in ("cpu", "memory"):
+            for index, resource in enumerate(("cpu", "memory")):
                 values = before[resource]
                 setattr(spec, resource + "Allocation", vim.ResourceAllocationInfo(
                     reservation=values["reservation"], limit=values["limit"],
+                    expandableReservation=was_expandable[index],
                     shares=vim.SharesInfo(level=values["level"] or "normal", shares=values["shares"] or 0)))
             WaitForTask(vm.ReconfigVM_Task(spec))
         if record_of(vsphere, vm) != record:
