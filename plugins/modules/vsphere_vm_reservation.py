@@ -48,35 +48,32 @@ options:
     description:
       - Names of the VMs to act on. A name that several VMs share is reported as ambiguous; use O(uuids)
         or O(moids) for those.
+      - At least one of O(vms), O(uuids), O(moids), O(folders) or O(clusters) is required; an empty list
+        given on purpose selects nothing.
     type: list
     elements: str
-    default: []
     aliases: [names]
   uuids:
     description:
       - BIOS UUIDs (C(config.uuid)) or instance UUIDs (C(config.instanceUuid)) of VMs to act on.
     type: list
     elements: str
-    default: []
   moids:
     description:
       - Managed object ids of VMs to act on, for example C(vm-1042).
     type: list
     elements: str
-    default: []
   folders:
     description:
       - Act on every VM in these VM folders and their subfolders, given by inventory path, for example
         C(/DC1/vm/k8s-nodes).
     type: list
     elements: str
-    default: []
   clusters:
     description:
       - Act on every VM registered on a host of these clusters, given by name or inventory path.
     type: list
     elements: str
-    default: []
   state:
     description:
       - V(present) sets the values given; V(restored) returns the values recorded before the first change.
@@ -265,11 +262,11 @@ def allocation_options():
 def main():
     argument_spec = connection_argument_spec()
     argument_spec.update(
-        vms=dict(type="list", elements="str", default=[], aliases=["names"]),
-        uuids=dict(type="list", elements="str", default=[]),
-        moids=dict(type="list", elements="str", default=[]),
-        folders=dict(type="list", elements="str", default=[]),
-        clusters=dict(type="list", elements="str", default=[]),
+        vms=dict(type="list", elements="str", aliases=["names"]),
+        uuids=dict(type="list", elements="str"),
+        moids=dict(type="list", elements="str"),
+        folders=dict(type="list", elements="str"),
+        clusters=dict(type="list", elements="str"),
         state=dict(type="str", default="present", choices=["present", "restored"]),
         cpu=allocation_options(),
         memory=allocation_options(),

@@ -143,6 +143,8 @@ def test_folder_and_cluster_select_every_lab_vm(run, lab_vms):
     assert sorted(vm["name"] for vm in by_folder["vms"]) == names
     unknown = run(MODULE, {"folders": ["/DC0/vm/none"], "cpu": {"reservation": 10}}, check=True)
     assert unknown["failed"] is True and unknown["field"] == "folders"
+    no_selector = run(MODULE, {"cpu": {"reservation": 10}}, check=True)
+    assert no_selector["failed"] is True and "vms, uuids, moids, folders, clusters" in no_selector["msg"]
 
 
 def test_connection_options_from_the_task_and_a_refused_login(run, lab, lab_vms):
