@@ -72,20 +72,23 @@ def playbooks(names, workdir):
     def play(tasks):
         return [{"name": "bench", "hosts": "lab-hypervisor", "gather_facts": False, "tasks": tasks}]
 
-    module_task = {"overcommit.control.libvirt_cputune": {"domains": names, "cpus": CAP_CPUS, "reason": "bench"}}
-    loop_task = {"ansible.builtin.command": "virsh -c %s schedinfo {{ item }} --live --config "
-                                           "global_period=100000 global_quota=%d" % (URI, quota),
-                 "loop": names, "changed_when": True}
-    plain_task = {"ansible.builtin.command": {"argv": ["{{ ansible_playbook_python }}", plain, "throttle", URI,
-                                                       str(CAP_CPUS)] + names}, "changed_when": True}
+    virsh = "virsh -c %s schedinfo {{ item }} --live --config " % URI
+    plain_argv = ["{{ ansible_playbook_python }}", plain]
+
+    def module_task(**args):
+        return {"overcommit.control.libvirt_cputune": dict(args, domains=names)}
+
+    def loop_task(settings):
+        return {"ansible.builtin.command": virsh + settings, "loop": names, "changed_when": True}
+
+    def plain_task(action, cpus):
+        return {"ansible.builtin.command": {"argv": plain_argv + [action, URI, str(cpus)] + names},
+                "changed_when": True}
+
     variants = {
-        "module": (module_task, {"overcommit.control.libvirt_cputune": {"domains": names, "state": "restored"}}),
-        "loop": (loop_task, dict(loop_task, **{"ansible.builtin.command":
-                                               "virsh -c %s schedinfo {{ item }} --live --config global_quota=-1"
-                                               % URI})),
-        "plain": (plain_task, {"ansible.builtin.command": {"argv": plain_task["ansible.builtin.command"]["argv"][:2]
-                                                           + ["restore", URI, "0"] + names},
-                               "changed_when": True}),
+        "module": (module_task(cpus=CAP_CPUS, reason="bench"), module_task(state="restored")),
+        "loop": (loop_task("global_period=100000 global_quota=%d" % quota), loop_task("global_quota=-1")),
+        "plain": (plain_task("throttle", CAP_CPUS), plain_task("restore", 0)),
     }
     files = {}
     for variant, (throttle_task, restore_task) in variants.items():
@@ -135,7 +138,7 @@ def main():
             seconds = {}
             for variant in ("module", "plain", "loop"):
                 runs = []
-                for _ in range(1 if variant == "loop" else args.repeat):
+                for _run in range(1 if variant == "loop" else args.repeat):
                     throttle_path, restore_path = files[variant]
                     took = run_playbook(throttle_path)
                     check_quota(conn, names, int(CAP_CPUS * 100000))
