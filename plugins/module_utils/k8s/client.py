@@ -22,6 +22,8 @@ except ImportError:  # reported by the module through HAS_KUBERNETES
 HAS_KUBERNETES = k8s_client is not None
 
 MERGE_PATCH = "application/merge-patch+json"
+# Merges lists of containers by name (pods/resize takes it).
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 # Names and labels only: a fraction of the bytes of whole objects.
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 # As Kubernetes' own PatchNodeTaints (retry.DefaultBackoff: 4 steps), plus one.
@@ -167,7 +169,11 @@ class K8sClient(object):
     def merge_patch(self, path, body):
         return self.request("PATCH", path, body=body, content_type=MERGE_PATCH)
 
-    def read_modify_write(self, path, plan_patch, current=None, attempts=CONFLICT_ATTEMPTS):
+    def create(self, path, body):
+        return self.request("POST", path, body=body, content_type="application/json")
+
+    def read_modify_write(self, path, plan_patch, current=None, attempts=CONFLICT_ATTEMPTS, write_path=None,
+                          content_type=MERGE_PATCH):
         """Optimistic concurrency as Kubernetes' PatchNodeTaints does it: the
         patch carries the resourceVersion it was computed from, so a write
         that raced another writer is refused (409); then read again, plan
@@ -175,6 +181,7 @@ class K8sClient(object):
 
         plan_patch(object) -> merge patch body, or None when nothing is to change.
         current: the object as already read (e.g. from a list), to save a GET.
+        write_path: a subresource to patch instead of `path` (e.g. pods/NAME/resize).
         Returns (object the patch was planned from, patch or None, conflicts met).
         """
         conflicts = 0
@@ -186,11 +193,11 @@ class K8sClient(object):
                 return current, None, conflicts
             patch.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
-                self.request("PATCH", path, body=patch, content_type=MERGE_PATCH, parse=False)
+                self.request("PATCH", write_path or path, body=patch, content_type=content_type, parse=False)
                 return current, patch, conflicts
             except ConflictError:
                 conflicts += 1
                 if conflicts >= attempts:
                     raise K8sClientError("PATCH %s: the object changed %d times while it was being written; "
-                                         "giving up" % (path, conflicts), status=409)
+                                         "giving up" % (write_path or path, conflicts), status=409)
                 current = None

@@ -1,0 +1,186 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Throttle, restore and reconcile the CPU limit of many running KubeVirt
+VMs over one connection: one list of the launcher pods (and of the VMs'
+labels) for the whole task, then per VMI the desired cap on the VMI, the
+resize of its launcher pod, the applied record, and an Event. One VMI failing
+is reported (and announced by a Warning Event) and the others go on."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
+    STRATEGIC_MERGE_PATCH, K8sClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import API, namespaced_path
+
+ACTIONS = {"throttle": ("Throttle", "CPULimitApplied"), "reconcile": ("Reconcile", "CPULimitApplied"),
+           "restore": ("Restore", "CPULimitRestored")}
+STATE_ACTIONS = {brake.THROTTLED: "Throttle", brake.RESTORED: "Restore", brake.RECONCILED: "Reconcile"}
+
+
+def pods_path(namespace=None):
+    return "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
+
+
+def events_path(namespace):
+    return "/apis/events.k8s.io/v1/namespaces/%s/events" % namespace
+
+
+class CpuLimitRunner(object):
+    """One task. clock() -> (RFC 3339 seconds, RFC 3339 microseconds) of now."""
+
+    def __init__(self, client, request, record_fields, clock, instance):
+        self.client = client
+        self.request = request
+        self.record_fields = record_fields
+        self.clock = clock
+        self.instance = instance
+
+    def select(self, namespace, names, label_selector):
+        """(target keys namespace/name in order; key -> VMI)."""
+        targets, vmis = [], {}
+        for name in dict.fromkeys(names or []):
+            key = "%s/%s" % (namespace, name)
+            targets.append(key)
+            try:
+                vmis[key] = self.client.get(namespaced_path(namespace, "virtualmachineinstances", name))
+            except K8sClientError as exc:
+                if exc.status != 404:
+                    raise
+        if label_selector or not names:
+            scope = namespaced_path(namespace, "virtualmachineinstances") if namespace \
+                else API + "/virtualmachineinstances"
+            for vmi in self.client.list(scope, label_selector):
+                key = "%s/%s" % (vmi["metadata"]["namespace"], vmi["metadata"]["name"])
+                if key not in vmis:
+                    targets.append(key)
+                    vmis[key] = vmi
+        return targets, vmis
+
+    def launcher_pods(self, namespace):
+        """VMI uid -> the virt-launcher pods KubeVirt created for it."""
+        pods = {}
+        for pod in self.client.list(pods_path(namespace), brake.LAUNCHER_SELECTOR):
+            owner = (pod["metadata"].get("labels") or {}).get(brake.CREATED_BY)
+            pods.setdefault(owner, []).append(pod)
+        return pods
+
+    def vm_labels(self, namespace):
+        """namespace/name -> labels of the VirtualMachines (the class label lives there)."""
+        scope = namespaced_path(namespace, "virtualmachines") if namespace else API + "/virtualmachines"
+        return dict(("%s/%s" % (vm["metadata"]["namespace"], vm["metadata"]["name"]), vm["metadata"].get("labels"))
+                    for vm in self.client.list(scope, metadata_only=True))
+
+    def run(self, namespace, names, label_selector):
+        targets, vmis = self.select(namespace, names, label_selector)
+        results = []
+        if not vmis:
+            return [self.missing(key) for key in targets]
+        pods = self.launcher_pods(namespace)
+        labels = self.vm_labels(namespace)
+        for key in targets:
+            if key not in vmis:
+                results.append(self.missing(key))
+                continue
+            view = brake.vmi_view(vmis[key], self.request["keys"], labels.get(key))
+            results.append(self.handle(view, vmis[key], pods.get(view["uid"]) or []))
+        return results
+
+    @staticmethod
+    def missing(key):
+        return {"name": key, "changed": False, "failed": True, "msg": "VMI %s not found" % key}
+
+    def handle(self, view, vmi, pods):
+        result = {"name": view["name"], "changed": False}
+        pod = None
+        try:
+            try:
+                pod = brake.launcher_pod(view, pods)
+            except brake.LimitRefusal:
+                # Restore clears the desired cap also when no pod runs; the others need one.
+                if self.request["state"] != brake.RESTORED:
+                    raise
+            before = brake.state_view(view, pod)
+            result["before"] = before
+            cpus, action = brake.target(view, pod, self.request)
+            if action is None:
+                result.update(after=before, msg="no cap desired" if self.request["state"] == brake.RECONCILED
+                              else "never throttled")
+                return result
+            changes = self.write(view, vmi, pod, cpus, action)
+        except (brake.LimitRefusal, ValueRangeError, K8sClientError) as exc:
+            result.update(failed=True, msg=str(exc))
+            result["event"] = self.emit(view, pod, "Warning", "CPULimitFailed", STATE_ACTIONS[self.request["state"]],
+                                        "cannot %s the CPU limit: %s" % (STATE_ACTIONS[self.request["state"]].lower(),
+                                                                         exc))
+            return result
+        after = brake.after_view(before, view, pod, cpus, self.request, changes["desire"], changes["applied"])
+        result.update(changed=bool(changes["desire"] or changes["resized"] or changes["applied"]),
+                      before=before, after=after, pod=before["pod"])
+        if pod is not None and brake.pod_view(pod)["resize_pending"]:
+            result["resize_pending"] = brake.pod_view(pod)["resize_pending"]
+        if changes["resized"] or (action == "restore" and result["changed"]):
+            action_name, reason = ACTIONS[action]
+            note = self._note(view, before, after, action)
+            result["event"] = self.emit(view, pod, "Normal", reason, action_name, note)
+        return result
+
+    @staticmethod
+    def _note(view, before, after, action):
+        if action == "restore":
+            if after["compute_cpu_limit"] != before["compute_cpu_limit"]:
+                return "compute CPU limit of pod %s raised from %s to %s; cap lifted" % (
+                    before["pod"], before["compute_cpu_limit"], after["compute_cpu_limit"])
+            return "cap lifted (%s)" % ("no running launcher pod" if before["pod"] is None
+                                        else "pod %s has no cap to raise" % before["pod"])
+        return "compute CPU limit of pod %s set to %s (was %s)%s" % (
+            before["pod"], after["compute_cpu_limit"], before["compute_cpu_limit"] or "no limit",
+            "; re-applied the desired cap" if action == "reconcile" else "")
+
+    def write(self, view, vmi, pod, cpus, action):
+        """The writes, in an order that a failure half-way leaves repairable:
+        a throttle records the desired cap before the resize, so a reconcile
+        finishes it; a restore raises the limit before the desire goes."""
+        namespace, name = view["namespace"], view["vmi"]
+        vmi_path = namespaced_path(namespace, "virtualmachineinstances", name)
+        changes = {"desire": None, "resized": None, "applied": None}
+        current_vmi = vmi
+        if action != "restore":
+            def plan_desire(obj):
+                return brake.desire_patch(brake.vmi_view(obj, self.request["keys"]), pod, cpus, self.request,
+                                          self.record_fields)
+            current_vmi, changes["desire"], _conflicts = self.client.read_modify_write(
+                vmi_path, plan_desire, current=vmi)
+        if pod is not None and cpus is not None:
+            pod_path = "%s/%s" % (pods_path(namespace), pod["metadata"]["name"])
+
+            def plan_resize(obj):
+                return brake.resize_patch(obj, cpus)
+            _pod, changes["resized"], _conflicts = self.client.read_modify_write(
+                pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH)
+        if changes["desire"] is not None:
+            current_vmi = None  # changed by our own write: read it again
+
+        def plan_applied(obj):
+            return brake.applied_patch(brake.vmi_view(obj, self.request["keys"]), pod, cpus, self.request,
+                                       self.clock()[0], restore=action == "restore")
+        _vmi, changes["applied"], _conflicts = self.client.read_modify_write(vmi_path, plan_applied,
+                                                                             current=current_vmi)
+        return changes
+
+    def emit(self, view, pod, event_type, reason, action, note):
+        """Creates the Event; returns its reason, or what kept it from being
+        created (the task's result then says so rather than staying silent)."""
+        body = brake.event(view, pod, event_type, reason, action, note, self.clock()[1], self.instance,
+                           "%x" % time.time_ns())
+        try:
+            self.client.create(events_path(view["namespace"]), body)
+        except K8sClientError as exc:
+            return {"type": event_type, "reason": reason, "note": body["note"], "error": str(exc)}
+        return {"type": event_type, "reason": reason, "note": body["note"]}

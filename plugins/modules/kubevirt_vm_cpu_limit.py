@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kubevirt_vm_cpu_limit
+short_description: Runtime CPU brake for many running KubeVirt VMs, by in-place resize of the launcher pod
+version_added: 0.1.0
+description:
+  - Caps the CPU a I(running) KubeVirt VM may use, without a restart, for many VirtualMachineInstances per task.
+    KubeVirt has no per-VM CPU quota and libvirt inside virt-launcher manages no cgroups, so the brake is the CPU
+    limit of the virt-launcher pod's C(compute) container, changed in place through the pod's C(resize)
+    subresource (Kubernetes In-Place Pod Resize, beta in 1.33, GA in 1.35). It caps the whole VM, like libvirt's
+    C(global_quota) in M(overcommit.control.libvirt_cputune).
+  - "The state lives on the VMI, in three annotations under O(prefix): C(cpu-limit) is the desired cap (desired
+    state only); C(cpu-limit-applied) is what was last written to which launcher pod, and when;
+    C(cpu-limit-throttle) is the pod's limit before the first throttle, with why, who and when."
+  - O(state=throttled) writes the desired cap, resizes the launcher pod, and records what it applied.
+  - A new launcher pod (live migration) starts with the limit of the VM's template, losing the cap.
+    O(state=reconciled) finds the VMIs whose desired cap and launcher pod differ and applies the cap again; run it
+    on a schedule or from an event (role C(overcommit.control.kubevirt_cpu_reconcile)).
+  - A limit can never be removed from a pod. O(state=restored) sets the limit back to what it was before the first
+    throttle; when the pod had none, it raises the limit to the VM's vCPU count plus O(headroom). Then it removes the
+    desired cap and the record. A VMI without a running launcher pod only loses the desired cap.
+  - "Refused with the reason, VMI by VMI: VMs with dedicated CPUs (C(dedicatedCpuPlacement), which cannot be resized
+    even with O(force)); VMs of class V(dedicated) (the C(<prefix>class) label on the VMI or its VM) or with realtime
+    vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a limit that would change the pod's QoS class
+    or be under the container's CPU request; a VMI with no running launcher pod."
+  - Every resize and every failure on a VMI emits a Kubernetes Event on it (C(CPULimitApplied), C(CPULimitRestored),
+    C(CPULimitFailed)), so no failure is silent, also when nobody reads the task's output.
+  - A VM restarted by KubeVirt gets a new VMI without the annotations, so throttle it again.
+author:
+  - overcommit.control maintainers (@overcommit)
+extends_documentation_fragment:
+  - overcommit.control.k8s
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  action_group:
+    membership: [overcommit.control.k8s]
+  check_mode:
+    support: full
+    details: Every write, the resize and the Event included, is sent to the API server as a dry run (C(dryRun=All)).
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  namespace:
+    description:
+      - Namespace of the VMIs. Required with O(names); without it O(label_selector) (or O(state=reconciled) alone)
+        selects in every namespace.
+    type: str
+  names:
+    description:
+      - Names of the VirtualMachineInstances to act on, in O(namespace) (a VMI has its VM's name).
+    type: list
+    elements: str
+    default: []
+  label_selector:
+    description:
+      - Also act on every VMI this label selector matches.
+      - With O(state=reconciled) and neither O(names) nor O(label_selector), every VMI of O(namespace) (or of the
+        cluster) is reconciled.
+    type: str
+  state:
+    description:
+      - V(throttled) caps the VMs to O(cpus); V(restored) lifts the cap; V(reconciled) applies each VMI's desired
+        cap again where its launcher pod does not have it.
+    type: str
+    choices: [throttled, restored, reconciled]
+    default: throttled
+  cpus:
+    description:
+      - The cap for the whole VM, as a CPU quantity (V(2), V(1.5), V(1500m)). Required with O(state=throttled).
+    type: str
+  reason:
+    description:
+      - Why; kept in the record on every throttled VMI and in the Events.
+    type: str
+  requested_by:
+    description:
+      - Who asked for the throttle; kept in the record. Defaults to the user running the module.
+    type: str
+  headroom:
+    description:
+      - CPUs above the VM's vCPU count that O(state=restored) sets as the limit of a pod that had no limit before the
+        first throttle, for the emulator and I/O threads that share the C(compute) container.
+    type: float
+    default: 1.0
+  floor:
+    description:
+      - The least cap a non-dedicated VM may get, as a fraction of its vCPUs (a 4 vCPU VM is not capped under
+        1 CPU with V(0.25)).
+    type: float
+    default: 0.25
+  force:
+    description:
+      - Cap VMs of class V(dedicated) (without dedicated CPU placement) and go under O(floor). Kept in the record,
+        so a reconcile applies a forced cap again.
+    type: bool
+    default: false
+  prefix:
+    description:
+      - The key prefix of the annotations and of the class label.
+    type: str
+    default: overcommit.control/
+notes:
+  - The kubelet applies a resize asynchronously. When it cannot (yet), the pod's C(PodResizePending) condition says
+    why; the result shows it as C(resize_pending).
+"""
+
+EXAMPLES = r"""
+- name: Brake two noisy VMs to one CPU each
+  overcommit.control.kubevirt_vm_cpu_limit:
+    namespace: tenant-a
+    names: [web-17, web-18]
+    cpus: 1
+    reason: INC-4211 noisy neighbours
+
+- name: Brake every burstable VM of a namespace to half a CPU, under the floor
+  overcommit.control.kubevirt_vm_cpu_limit:
+    namespace: tenant-a
+    label_selector: overcommit.control/class=burstable
+    cpus: 500m
+    force: true
+    reason: node pressure
+
+- name: Keep the brake on after migrations - apply every desired cap again where it got lost
+  overcommit.control.kubevirt_vm_cpu_limit:
+    state: reconciled
+
+- name: The incident is over
+  overcommit.control.kubevirt_vm_cpu_limit:
+    namespace: tenant-a
+    names: [web-17, web-18]
+    state: restored
+"""
+
+RETURN = r"""
+vms:
+  description: One result per VMI (C(namespace/name)), in the order they were selected.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: C(namespace/name) of the VMI.
+      type: str
+    changed:
+      description: Whether the VMI or its launcher pod was (or in check mode would be) changed.
+      type: bool
+    failed:
+      description: Present and true when this VMI failed or was refused; the others were still handled.
+      type: bool
+    msg:
+      description: Why this VMI failed, or why nothing was to be done.
+      type: str
+    pod:
+      description: The launcher pod that was looked at.
+      type: str
+    before:
+      description: Desired cap, applied record, throttle record, launcher pod and its compute CPU limit before.
+      type: dict
+    after:
+      description: The same after the task.
+      type: dict
+    event:
+      description: The Event emitted on the VMI (type, reason, note), with C(error) when it could not be created.
+      type: dict
+    resize_pending:
+      description: The pod's C(PodResizePending) condition (reason, message), when the kubelet reports one.
+      type: dict
+  sample:
+    - name: tenant-a/web-17
+      changed: true
+      pod: virt-launcher-web-17-x7k2p
+      before: {desired: null, applied: null, throttle: null, pod: virt-launcher-web-17-x7k2p,
+               compute_cpu_limit: null}
+      after:
+        desired: "1"
+        applied: {cpus: "1", pod: virt-launcher-web-17-x7k2p, podUID: 6f1c..., time: "2026-01-05T10:00:00Z"}
+        throttle: {previous: null, reason: INC-4211, by: ops, time: "2026-01-05T10:00:00Z"}
+        pod: virt-launcher-web-17-x7k2p
+        compute_cpu_limit: "1"
+      event: {type: Normal, reason: CPULimitApplied,
+              note: "compute CPU limit of pod virt-launcher-web-17-x7k2p set to 1 (was no limit)"}
+summary:
+  description: Names per outcome (changed, unchanged, skipped, failed with the reason).
+  returned: always
+  type: dict
+"""
+
+import getpass
+import socket
+from datetime import datetime, timezone
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
+    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
+
+
+def clock():
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ"), now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            auth_argument_spec(),
+            namespace=dict(type="str"),
+            names=dict(type="list", elements="str", default=[]),
+            label_selector=dict(type="str"),
+            state=dict(type="str", default="throttled", choices=list(vmi_cpu_limit.STATES)),
+            cpus=dict(type="str"),
+            reason=dict(type="str"),
+            requested_by=dict(type="str"),
+            headroom=dict(type="float", default=1.0),
+            floor=dict(type="float", default=0.25),
+            force=dict(type="bool", default=False),
+            prefix=dict(type="str", default=DEFAULT_PREFIX),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    try:
+        request = vmi_cpu_limit.check_request(module.params)
+    except ValueRangeError as exc:
+        module.fail_json(msg=str(exc), field=exc.field, vms=[])
+    record_fields = {"reason": module.params["reason"], "by": module.params["requested_by"] or getpass.getuser(),
+                     "time": clock()[0]}
+    try:
+        client = K8sClient(module.params, dry_run=module.check_mode)
+        results = CpuLimitRunner(client, request, record_fields, clock, socket.gethostname()).run(
+            module.params["namespace"], module.params["names"], module.params["label_selector"])
+    except K8sClientError as exc:
+        module.fail_json(msg=str(exc), vms=[])
+    client.close()
+    exit_fleet(module, results, "VMI", "vms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""kubevirt_vm_cpu_limit against the lab's real kube-apiserver (In-Place Pod
+Resize GA in 1.35) with KubeVirt's own VMI schema, run with ansible-playbook.
+Each test creates VMIs and virt-launcher Pods shaped as KubeVirt creates them
+in the lab namespace, and deletes them. No kubelet runs in the lab, so a
+pod's spec is what the tests read: the server accepted the resize there."""
+
+import json
+import uuid
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from apiproxy import ApiProxy, kubeconfig_parts
+from run_module import run_module
+
+NAMESPACE = "lab"
+GROUP, VERSION = "kubevirt.io", "v1"
+PREFIX = "overcommit.control/"
+DESIRED, APPLIED, RECORD = PREFIX + "cpu-limit", PREFIX + "cpu-limit-applied", PREFIX + "cpu-limit-throttle"
+RUN_LABEL = "overcommit.test/run"
+
+
+class Fleet(object):
+    """Running VMIs with launcher pods, all labelled with one run id."""
+
+    def __init__(self, api_client):
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.events_api = client.EventsV1Api(api_client)
+        self.run = uuid.uuid4().hex[:8]
+        self.selector = "%s=%s" % (RUN_LABEL, self.run)
+        self.vmis, self.pods = [], []
+        # name -> the compute resources KubeVirt derives from the VM (a new pod gets them again).
+        self.template = {}
+
+    def vmi(self, cores=4, limits=None, requests=None, labels=None, dedicated=False, node="lab-node-a",
+            running=True):
+        """A Running VMI and its Running launcher pod (compute container with
+        the given CPU requests/limits); returns the VMI name."""
+        name = "oc-it-cpu-%s-%d" % (self.run, len(self.vmis))
+        cpu = {"cores": cores}
+        if dedicated:
+            cpu["dedicatedCpuPlacement"] = True
+        vmi = self.custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", {
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+            "metadata": {"name": name, "labels": dict(labels or {}, **{RUN_LABEL: self.run})},
+            "spec": {"domain": {"cpu": cpu, "memory": {"guest": "1Gi"}, "devices": {}}}})
+        self.vmis.append(name)
+        self.template[name] = {"limits": limits, "requests": requests}
+        self.launcher(name, vmi["metadata"]["uid"], limits=limits, requests=requests, node=node, running=running)
+        return name
+
+    def launcher(self, name, vmi_uid, limits=None, requests=None, node="lab-node-a", running=True):
+        """A virt-launcher pod for the VMI, which then reports it as its one
+        active pod on `node` (as after a migration when one existed)."""
+        resources = {"requests": dict({"cpu": "400m", "memory": "1300Mi"}, **(requests or {}))}
+        if limits:
+            resources["limits"] = limits
+        console = {"requests": {"cpu": "5m", "memory": "35M"}, "limits": {"cpu": "15m", "memory": "60M"}}
+        if resources.get("limits") == resources["requests"]:
+            # A Guaranteed VM's launcher is Guaranteed as a whole, its console log container included.
+            console["requests"] = console["limits"]
+        pod = self.core.create_namespaced_pod(NAMESPACE, {
+            "metadata": {
+                "generateName": "virt-launcher-%s-" % name,
+                "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmi_uid,
+                           "vm.kubevirt.io/name": name, "kubevirt.io/domain": name, RUN_LABEL: self.run},
+                "annotations": {"kubevirt.io/domain": name},
+                "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": name,
+                                     "uid": vmi_uid, "controller": True, "blockOwnerDeletion": True}]},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "compute", "image": "quay.io/kubevirt/virt-launcher:v1.6.0", "resources": resources},
+                {"name": "guest-console-log", "image": "quay.io/kubevirt/virt-launcher:v1.6.0", "resources": console},
+            ]}})
+        pod_name = pod.metadata.name
+        self.pods.append(pod_name)
+        if running:
+            self.core.patch_namespaced_pod_status(pod_name, NAMESPACE, {"status": {"phase": "Running"}})
+        self.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
+            {"status": {"phase": "Running", "nodeName": node, "activePods": {pod.metadata.uid: node}}})
+        return pod_name
+
+    def migrate(self, name, node="lab-node-b"):
+        """What a live migration leaves: a new launcher pod on another node
+        (limits from the template, so without the cap), the old one gone."""
+        old = self.pod_of(name).metadata.name
+        new = self.launcher(name, self.read(name)["metadata"]["uid"], limits=self.template[name]["limits"],
+                            requests=self.template[name]["requests"], node=node)
+        self.delete_pod(old)
+        return new
+
+    def read(self, name):
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name)
+
+    def annotations(self, name):
+        return self.read(name)["metadata"].get("annotations") or {}
+
+    def pod_of(self, name):
+        uid = self.read(name)["metadata"]["uid"]
+        pods = self.core.list_namespaced_pod(NAMESPACE, label_selector="kubevirt.io/created-by=" + uid).items
+        assert len(pods) == 1, [p.metadata.name for p in pods]
+        return pods[0]
+
+    def compute_limits(self, name):
+        return self.pod_of(name).spec.containers[0].resources.limits
+
+    def events(self, name):
+        found = self.events_api.list_namespaced_event(
+            NAMESPACE, field_selector="regarding.name=%s,regarding.kind=VirtualMachineInstance" % name).items
+        return [(e.type, e.reason, e.note) for e in sorted(found, key=lambda e: e.event_time)]
+
+    def delete_pod(self, pod_name):
+        # No kubelet in the lab finishes a graceful deletion.
+        self.core.delete_namespaced_pod(pod_name, NAMESPACE, grace_period_seconds=0)
+        self.pods.remove(pod_name)
+
+    def cleanup(self):
+        for pod_name in list(self.pods):
+            try:
+                self.delete_pod(pod_name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        for name in self.vmis:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name)
+            for event in self.events_api.list_namespaced_event(NAMESPACE, field_selector="regarding.name=" + name).items:
+                self.events_api.delete_namespaced_event(event.metadata.name, NAMESPACE)
+
+
+@pytest.fixture
+def fleet(kube_admin):
+    made = Fleet(kube_admin)
+    yield made
+    made.cleanup()
+
+
+def brake(run_as, names=None, identity="admin", **args):
+    options = {"check": args.pop("check", False), "diff": args.pop("diff", False)}
+    args = dict(args, namespace=NAMESPACE)
+    if names:
+        args["names"] = names
+    return run_as(identity, "kubevirt_vm_cpu_limit", args, **options)
+
+
+def by_name(result):
+    return dict((r["name"].split("/", 1)[1], r) for r in result["vms"])
+
+
+def test_throttle_resizes_the_compute_container_records_and_announces_it(run_as, fleet):
+    name = fleet.vmi(cores=4)
+    pod = fleet.pod_of(name).metadata.name
+
+    result = brake(run_as, [name], cpus="1500m", reason="INC-1 noisy", requested_by="ops", diff=True)
+    assert not result.get("failed"), result
+    vm = result["vms"][0]
+    assert vm["changed"] is True and vm["pod"] == pod, vm
+    assert vm["before"]["compute_cpu_limit"] is None and vm["after"]["compute_cpu_limit"] == "1500m"
+    assert result["diff"][0]["after"]["desired"] == "1500m"
+    assert fleet.compute_limits(name) == {"cpu": "1500m"}
+    # The other container and the requests are untouched.
+    spec = fleet.pod_of(name).spec
+    assert spec.containers[0].resources.requests == {"cpu": "400m", "memory": "1300Mi"}
+    assert spec.containers[1].resources.limits == {"cpu": "15m", "memory": "60M"}
+    annotations = fleet.annotations(name)
+    assert annotations[DESIRED] == "1500m"
+    applied = json.loads(annotations[APPLIED])
+    assert applied["cpus"] == "1500m" and applied["pod"] == pod and applied["podUID"] == fleet.pod_of(name).metadata.uid
+    record = json.loads(annotations[RECORD])
+    assert record["previous"] is None and record["reason"] == "INC-1 noisy" and record["by"] == "ops"
+    assert "error" not in vm["event"], vm["event"]
+    assert fleet.events(name) == [("Normal", "CPULimitApplied",
+                                   "compute CPU limit of pod %s set to 1500m (was no limit)" % pod)]
+
+    again = brake(run_as, [name], cpus="1.5", reason="INC-1 noisy")
+    assert again["changed"] is False and not again.get("failed"), again
+    assert fleet.annotations(name) == annotations
+    assert len(fleet.events(name)) == 1
+
+
+def test_the_server_refuses_a_plain_pod_update_of_resources(kube_admin, fleet):
+    """Why the module goes through `resize`: the pod itself rejects the change."""
+    name = fleet.vmi()
+    pod = fleet.pod_of(name).metadata.name
+    core = client.CoreV1Api(kube_admin)
+    with pytest.raises(ApiException) as refused:
+        core.patch_namespaced_pod(pod, NAMESPACE, {"spec": {"containers": [
+            {"name": "compute", "resources": {"limits": {"cpu": "1"}}}]}})
+    assert refused.value.status == 422 and "pod updates may not change fields" in refused.value.body
+    assert fleet.compute_limits(name) is None
+
+
+def test_check_mode_is_a_server_side_dry_run_that_stores_nothing(run_as, fleet):
+    name = fleet.vmi(cores=2)
+    result = brake(run_as, [name], cpus="1", reason="dry", check=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["vms"][0]["after"]["compute_cpu_limit"] == "1"
+    assert fleet.compute_limits(name) is None
+    assert not any(key.startswith(PREFIX) for key in fleet.annotations(name))
+    assert fleet.events(name) == []
+
+
+def test_a_migration_loses_the_cap_and_reconcile_applies_it_again(run_as, fleet):
+    capped, untouched = fleet.vmi(cores=4), fleet.vmi(cores=2)
+    assert not brake(run_as, [capped], cpus="2", reason="INC-2").get("failed")
+    first_pod = fleet.pod_of(capped).metadata.name
+
+    new_pod = fleet.migrate(capped)
+    assert fleet.compute_limits(capped) is None
+    assert json.loads(fleet.annotations(capped)[APPLIED])["pod"] == first_pod
+
+    result = run_as("admin", "kubevirt_vm_cpu_limit", {"label_selector": fleet.selector, "state": "reconciled"})
+    assert not result.get("failed"), result
+    results = by_name(result)
+    assert results[capped]["changed"] is True and results[capped]["pod"] == new_pod
+    assert results[untouched]["changed"] is False and results[untouched]["msg"] == "no cap desired"
+    assert fleet.compute_limits(capped) == {"cpu": "2"}
+    applied = json.loads(fleet.annotations(capped)[APPLIED])
+    assert applied["pod"] == new_pod and applied["cpus"] == "2"
+    assert fleet.compute_limits(untouched) is None
+    assert fleet.events(capped)[-1] == (
+        "Normal", "CPULimitApplied",
+        "compute CPU limit of pod %s set to 2 (was no limit); re-applied the desired cap" % new_pod)
+
+    again = run_as("admin", "kubevirt_vm_cpu_limit", {"label_selector": fleet.selector, "state": "reconciled"})
+    assert again["changed"] is False, again
+
+
+def test_reconcile_applies_a_cap_a_person_annotated(run_as, fleet):
+    name = fleet.vmi(cores=4, limits={"cpu": "4"})
+    fleet.custom.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
+                                                {"metadata": {"annotations": {DESIRED: "3"}}})
+    result = brake(run_as, [name], state="reconciled")
+    assert not result.get("failed") and result["changed"] is True, result
+    assert fleet.compute_limits(name) == {"cpu": "3"}
+    assert json.loads(fleet.annotations(name)[RECORD])["previous"] == "4"
+
+
+def test_restore_returns_the_limit_before_the_first_throttle(run_as, fleet):
+    had_limit, had_none = fleet.vmi(cores=4, limits={"cpu": "4"}), fleet.vmi(cores=2)
+    assert not brake(run_as, [had_limit, had_none], cpus="1", reason="INC-3").get("failed")
+    # A second, tighter throttle keeps the limit from before the first one.
+    assert not brake(run_as, [had_limit], cpus="2", reason="INC-3 later").get("failed")
+    assert json.loads(fleet.annotations(had_limit)[RECORD])["previous"] == "4"
+
+    result = brake(run_as, [had_limit, had_none], state="restored", headroom=0.5, diff=True)
+    assert not result.get("failed"), result
+    assert fleet.compute_limits(had_limit) == {"cpu": "4"}
+    # A limit cannot be removed: the VM's 2 vCPUs plus the headroom.
+    assert fleet.compute_limits(had_none) == {"cpu": "2500m"}
+    for name in (had_limit, had_none):
+        annotations = fleet.annotations(name)
+        assert DESIRED not in annotations and RECORD not in annotations
+        assert fleet.events(name)[-1][:2] == ("Normal", "CPULimitRestored")
+    assert json.loads(fleet.annotations(had_none)[APPLIED])["cpus"] == "2500m"
+
+    again = brake(run_as, [had_limit, had_none], state="restored")
+    assert again["changed"] is False and not again.get("failed"), again
+    assert set(r["msg"] for r in again["vms"]) == {"never throttled"}
+
+
+def test_restore_after_the_pod_is_gone_clears_the_desired_cap(run_as, fleet):
+    name = fleet.vmi(cores=2)
+    assert not brake(run_as, [name], cpus="1", reason="INC-4").get("failed")
+    fleet.delete_pod(fleet.pod_of(name).metadata.name)
+    result = brake(run_as, [name], state="restored")
+    assert not result.get("failed") and result["changed"] is True, result
+    assert DESIRED not in fleet.annotations(name)
+
+
+def test_each_refusal_names_its_reason_changes_nothing_and_emits_a_warning(run_as, fleet):
+    dedicated_cpus = fleet.vmi(cores=2, dedicated=True, limits={"cpu": "2", "memory": "1300Mi"},
+                               requests={"cpu": "2", "memory": "1300Mi"})
+    dedicated_class = fleet.vmi(cores=4, labels={PREFIX + "class": "dedicated"})
+    guaranteed = fleet.vmi(cores=2, limits={"cpu": "2", "memory": "1300Mi"}, requests={"cpu": "2", "memory": "1300Mi"})
+    under_floor = fleet.vmi(cores=8)
+    under_request = fleet.vmi(cores=4, requests={"cpu": "3"})
+    not_running = fleet.vmi(cores=4, running=False)
+    fine = fleet.vmi(cores=4)
+    names = [dedicated_cpus, dedicated_class, guaranteed, under_floor, under_request, not_running, fine,
+             "oc-it-cpu-no-such-vmi"]
+
+    result = brake(run_as, names, cpus="1", reason="INC-5")
+    assert result["failed"] is True
+    results = by_name(result)
+    assert "dedicated CPUs (dedicatedCpuPlacement)" in results[dedicated_cpus]["msg"]
+    assert "refusing to throttle a dedicated VM (its class is dedicated)" in results[dedicated_class]["msg"]
+    assert "change pod" in results[guaranteed]["msg"] and "from Guaranteed to Burstable" in results[guaranteed]["msg"]
+    assert "under the shared floor of 2 CPUs" in results[under_floor]["msg"]
+    assert "under the compute container's CPU request of 3" in results[under_request]["msg"]
+    assert "no running virt-launcher pod" in results[not_running]["msg"]
+    assert results["oc-it-cpu-no-such-vmi"]["msg"] == "VMI lab/oc-it-cpu-no-such-vmi not found"
+    assert results[fine]["changed"] is True and fleet.compute_limits(fine) == {"cpu": "1"}
+    for name in names[:6]:
+        assert not any(key.startswith(PREFIX) for key in fleet.annotations(name)), name
+        events = fleet.events(name)
+        assert len(events) == 1 and events[0][:2] == ("Warning", "CPULimitFailed"), events
+        assert events[0][2] == "cannot throttle the CPU limit: " + results[name]["msg"]
+    assert fleet.pod_of(guaranteed).status.qos_class == "Guaranteed"
+    assert fleet.compute_limits(guaranteed) == {"cpu": "2", "memory": "1300Mi"}
+    assert fleet.compute_limits(under_floor) is None
+
+    forced = brake(run_as, [dedicated_class, under_floor], cpus="1", reason="INC-5", force=True)
+    assert not forced.get("failed"), forced
+    assert fleet.compute_limits(under_floor) == {"cpu": "1"}
+    assert json.loads(fleet.annotations(under_floor)[RECORD])["forced"] is True
+
+    still_refused = brake(run_as, [dedicated_cpus], cpus="1", reason="INC-5", force=True)
+    assert "dedicated CPUs" in still_refused["vms"][0]["msg"]
+
+
+def test_bad_input_is_refused_before_any_api_call(lab):
+    server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
+    cases = [({"names": ["x"], "cpus": "1 CPU"}, "cpus"), ({"names": ["x"], "cpus": "0"}, "cpus"),
+             ({"names": ["x"]}, "cpus"), ({"names": ["x"], "state": "restored", "headroom": -1}, "headroom"),
+             ({"names": ["x"], "cpus": "1", "floor": 2}, "floor"), ({"cpus": "1"}, "names"),
+             ({"names": ["x"], "state": "reconciled", "cpus": "1"}, "cpus")]
+    with ApiProxy(server, ca_cert) as proxy:
+        for args, field in cases:
+            result = run_module("kubevirt_vm_cpu_limit", dict(args, namespace=NAMESPACE, host=proxy.url,
+                                                              api_key=token))
+            assert result["failed"] is True and result["field"] == field, (args, result)
+    assert proxy.requests == []
+
+
+def test_the_shipped_role_is_enough_and_an_unbound_identity_is_told_why(run_as, fleet):
+    name = fleet.vmi(cores=4)
+    operator = brake(run_as, [name], identity="operator", cpus="2", reason="least privilege")
+    assert not operator.get("failed"), operator
+    assert fleet.compute_limits(name) == {"cpu": "2"}
+    assert fleet.events(name)[-1][:2] == ("Normal", "CPULimitApplied")
+    fleet.migrate(name)
+    reconciled = run_as("operator", "kubevirt_vm_cpu_limit", {"namespace": NAMESPACE, "state": "reconciled",
+                                                              "label_selector": fleet.selector})
+    assert not reconciled.get("failed") and fleet.compute_limits(name) == {"cpu": "2"}, reconciled
+    restored = brake(run_as, [name], identity="operator", state="restored")
+    assert not restored.get("failed"), restored
+
+    unbound = brake(run_as, [name], identity="unbound", cpus="2", reason="no rights")
+    assert unbound["failed"] is True
+    assert "forbidden" in unbound["msg"] and "overcommit-control ClusterRole" in unbound["msg"]

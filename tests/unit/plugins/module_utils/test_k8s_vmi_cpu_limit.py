@@ -1,0 +1,190 @@
+import json
+
+import pytest
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+
+PREFIX = "overcommit.control/"
+FIELDS = {"reason": "INC-1", "by": "ops", "time": "2026-01-05T10:00:00Z"}
+
+
+def request(**params):
+    base = {"state": "throttled", "names": ["web-1"], "namespace": "lab", "label_selector": None, "cpus": "1",
+            "headroom": 1.0, "floor": 0.25, "force": False, "prefix": PREFIX}
+    base.update(params)
+    return brake.check_request(base)
+
+
+def vmi(cores=4, annotations=None, labels=None, phase="Running", pods=("pod-uid-1",), dedicated=False, **cpu):
+    spec_cpu = dict(cpu, cores=cores)
+    if dedicated:
+        spec_cpu["dedicatedCpuPlacement"] = True
+    return {"metadata": {"name": "web-1", "namespace": "lab", "uid": "vmi-uid", "resourceVersion": "7",
+                         "annotations": annotations or {}, "labels": labels or {}},
+            "spec": {"domain": {"cpu": spec_cpu}},
+            "status": {"phase": phase, "nodeName": "node-a", "activePods": dict((p, "node-a") for p in pods)}}
+
+
+def pod(uid="pod-uid-1", requests=None, limits=None, phase="Running", node="node-a", qos=None, others=()):
+    resources = {"requests": requests if requests is not None else {"cpu": "400m", "memory": "1Gi"}}
+    if limits:
+        resources["limits"] = limits
+    status = {"phase": phase}
+    if qos:
+        status["qosClass"] = qos
+    return {"metadata": {"name": "virt-launcher-web-1-" + uid[-1], "uid": uid, "resourceVersion": "3"},
+            "spec": {"nodeName": node, "containers": [{"name": "compute", "resources": resources}] + list(others)},
+            "status": status}
+
+
+def view(obj, req=None):
+    return brake.vmi_view(obj, (req or request())["keys"])
+
+
+def test_options_are_checked_naming_the_field():
+    for params, field in (({"cpus": "2 cpus"}, "cpus"), ({"cpus": "0.0001"}, "cpus"), ({"cpus": None}, "cpus"),
+                          ({"state": "restored", "cpus": "1"}, "cpus"), ({"headroom": -0.5}, "headroom"),
+                          ({"floor": 1.5}, "floor"), ({"prefix": "no-slash"}, "prefix"),
+                          ({"names": [], "label_selector": None}, "names"), ({"namespace": None}, "namespace")):
+        with pytest.raises(ValueRangeError) as error:
+            request(**params)
+        assert error.value.field == field, params
+    assert request(cpus="1500m")["cpus"] == 1.5
+    assert request(state="reconciled", names=[], cpus=None)["cpus"] is None
+
+
+def test_qos_class_follows_kubernetes_rules():
+    assert brake.qos_class({"containers": [{"name": "c"}]}) == brake.BEST_EFFORT
+    assert brake.qos_class({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                                                          "requests": {"cpu": "1", "memory": "1Gi"}}}]}) == \
+        brake.GUARANTEED
+    # Every container needs both limits; requests must equal them in sum.
+    assert brake.qos_class({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                                           {"resources": {"limits": {"cpu": "1"}}}]}) == brake.BURSTABLE
+    assert brake.qos_class({"containers": [{"resources": {"limits": {"cpu": "2", "memory": "1Gi"},
+                                                          "requests": {"cpu": "1", "memory": "1Gi"}}}]}) == \
+        brake.BURSTABLE
+    # Other resources do not count; pod-level resources win over containers.
+    assert brake.qos_class({"containers": [{"resources": {"requests": {"ephemeral-storage": "1Gi"}}}]}) == \
+        brake.BEST_EFFORT
+    assert brake.qos_class({"resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                                          "requests": {"cpu": "1", "memory": "1Gi"}},
+                            "containers": [{"resources": {"requests": {"cpu": "100m"}}}]}) == brake.GUARANTEED
+
+
+def test_the_running_launcher_on_the_vmis_node_is_chosen():
+    source = pod(uid="pod-uid-1", node="node-a")
+    target = pod(uid="pod-uid-2", node="node-b")
+    old = pod(uid="pod-uid-0")
+    migrating = view(vmi(pods=("pod-uid-1", "pod-uid-2")))
+    assert brake.launcher_pod(migrating, [target, old, source]) is source
+    with pytest.raises(brake.LimitRefusal, match="no running virt-launcher pod"):
+        brake.launcher_pod(view(vmi()), [pod(phase="Pending")])
+    with pytest.raises(brake.LimitRefusal, match="the VMI is Scheduling, not Running"):
+        brake.launcher_pod(view(vmi(phase="Scheduling")), [source])
+    with pytest.raises(brake.LimitRefusal, match="has no compute container"):
+        broken = pod()
+        broken["spec"]["containers"][0]["name"] = "other"
+        brake.launcher_pod(view(vmi()), [broken])
+
+
+def test_throttle_plan_records_the_previous_limit_once():
+    req = request(cpus="2")
+    current = view(vmi())
+    launcher = pod(limits={"cpu": "4"})
+    assert brake.target(current, launcher, req) == (2.0, "throttle")
+    desire = brake.desire_patch(current, launcher, 2.0, req, FIELDS)["metadata"]["annotations"]
+    assert desire[PREFIX + "cpu-limit"] == "2"
+    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4")
+    assert brake.resize_patch(launcher, 2.0) == {
+        "spec": {"containers": [{"name": "compute", "resources": {"limits": {"cpu": "2"}}}]}}
+
+    throttled = view(vmi(annotations={PREFIX + "cpu-limit": "2", PREFIX + "cpu-limit-throttle": json.dumps(
+        dict(FIELDS, previous="4"))}))
+    tighter = brake.desire_patch(throttled, pod(limits={"cpu": "2"}), 1.0, request(cpus="1", reason="later"),
+                                 dict(FIELDS, reason="later"))["metadata"]["annotations"]
+    assert json.loads(tighter[PREFIX + "cpu-limit-throttle"])["previous"] == "4"
+    assert brake.desire_patch(throttled, pod(limits={"cpu": "2"}), 2.0, req, FIELDS) is None
+    assert brake.resize_patch(pod(limits={"cpu": "2000m"}), 2.0) is None
+
+
+def test_applied_record_is_rewritten_only_for_a_new_value_or_pod():
+    req = request()
+    launcher = pod(limits={"cpu": "1"})
+    applied = {"cpus": "1", "pod": "virt-launcher-web-1-1", "podUID": "pod-uid-1", "time": "t0"}
+    current = view(vmi(annotations={PREFIX + "cpu-limit-applied": json.dumps(applied)}))
+    assert brake.applied_patch(current, launcher, 1.0, req, "t1") is None
+    moved = brake.applied_patch(current, pod(uid="pod-uid-2", limits={"cpu": "1"}), 1.0, req, "t1")
+    assert json.loads(moved["metadata"]["annotations"][PREFIX + "cpu-limit-applied"])["podUID"] == "pod-uid-2"
+
+
+def test_refusals_name_their_reason():
+    req = request(cpus="1")
+    with pytest.raises(brake.LimitRefusal, match="dedicated CPUs"):
+        brake.target(view(vmi(dedicated=True)), pod(), request(cpus="1", force=True))
+    with pytest.raises(brake.LimitRefusal, match="its class is dedicated"):
+        brake.target(view(vmi(labels={PREFIX + "class": "dedicated"})), pod(), req)
+    with pytest.raises(brake.LimitRefusal, match="its class is dedicated"):
+        brake.target(brake.vmi_view(vmi(), req["keys"], {PREFIX + "class": "dedicated"}), pod(), req)
+    with pytest.raises(brake.LimitRefusal, match="realtime"):
+        brake.target(view(vmi(realtime={})), pod(), req)
+    with pytest.raises(brake.LimitRefusal, match="under the shared floor of 2 CPUs"):
+        brake.target(view(vmi(cores=8)), pod(), req)
+    assert brake.target(view(vmi(cores=8)), pod(), request(cpus="1", force=True))[0] == 1.0
+    with pytest.raises(brake.LimitRefusal, match="from Guaranteed to Burstable"):
+        guaranteed = pod(requests={"cpu": "2", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})
+        brake.target(view(vmi(cores=2)), guaranteed, req)
+    with pytest.raises(brake.LimitRefusal, match="CPU request of 3"):
+        brake.target(view(vmi()), pod(requests={"cpu": "3"}), req)
+    with pytest.raises(brake.LimitRefusal, match="no running virt-launcher pod"):
+        brake.target(view(vmi()), None, req)
+
+
+def test_a_forced_cap_stays_forced_for_the_reconcile():
+    record = json.dumps(dict(FIELDS, previous=None, forced=True))
+    forced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": record}))
+    assert brake.target(forced, pod(), request(state="reconciled", cpus=None)) == (1.0, "reconcile")
+    unforced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1"}))
+    with pytest.raises(brake.LimitRefusal, match="floor"):
+        brake.target(unforced, pod(), request(state="reconciled", cpus=None))
+    with pytest.raises(brake.LimitRefusal, match="not a CPU quantity"):
+        unreadable = view(vmi(annotations={PREFIX + "cpu-limit": "lots"}))
+        brake.target(unreadable, pod(), request(state="reconciled", cpus=None))
+    assert brake.target(view(vmi()), pod(), request(state="reconciled", cpus=None)) == (None, None)
+
+
+def test_restore_returns_the_recorded_limit_or_raises_to_vcpus_plus_headroom():
+    req = request(state="restored", cpus=None, headroom=0.5)
+    with_previous = view(vmi(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
+        dict(FIELDS, previous="3"))}))
+    assert brake.target(with_previous, pod(limits={"cpu": "1"}), req) == (3.0, "restore")
+    without = view(vmi(cores=2, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
+        dict(FIELDS, previous=None))}))
+    assert brake.target(without, pod(limits={"cpu": "1"}), req) == (2.5, "restore")
+    # Never lowered, and nothing to lift on a pod without a limit or without a pod.
+    assert brake.target(without, pod(limits={"cpu": "6"}), req) == (None, "restore")
+    assert brake.target(without, pod(), req) == (None, "restore")
+    assert brake.target(without, None, req) == (None, "restore")
+    assert brake.target(view(vmi()), pod(limits={"cpu": "1"}), req) == (None, None)
+    cleared = brake.applied_patch(without, pod(limits={"cpu": "1"}), 2.5, req, "t1", restore=True)
+    annotations = cleared["metadata"]["annotations"]
+    assert annotations[PREFIX + "cpu-limit"] is None and annotations[PREFIX + "cpu-limit-throttle"] is None
+    assert json.loads(annotations[PREFIX + "cpu-limit-applied"])["cpus"] == "2500m"
+
+
+def test_after_view_and_event_body():
+    req = request(cpus="1")
+    current = view(vmi())
+    launcher = pod()
+    before = brake.state_view(current, launcher)
+    desire = brake.desire_patch(current, launcher, 1.0, req, FIELDS)
+    applied = brake.applied_patch(current, launcher, 1.0, req, "t1")
+    after = brake.after_view(before, current, launcher, 1.0, req, desire, applied)
+    assert before["compute_cpu_limit"] is None and after["compute_cpu_limit"] == "1"
+    assert after["desired"] == "1" and after["applied"]["pod"] == launcher["metadata"]["name"]
+    assert after["throttle"]["previous"] is None
+    body = brake.event(current, launcher, "Warning", "CPULimitFailed", "Throttle", "x" * 2000, "t", "h" * 200, "ab")
+    assert body["metadata"]["name"] == "web-1.ab" and len(body["note"]) == brake.NOTE_LIMIT
+    assert len(body["reportingInstance"]) == 128
+    assert body["regarding"]["kind"] == "VirtualMachineInstance" and body["related"]["kind"] == "Pod"
