@@ -4,7 +4,6 @@ log; it is never skipped."""
 
 import os
 import ssl
-import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -95,20 +94,6 @@ def vsphere(lab):
         fail_with_log("vcsim", exc)
     yield si
     Disconnect(si)
-
-
-def cpu_rate(conn, domain, seconds=2.0):
-    """CPUs used by a domain: the cpu.time rate between two domain-stats samples."""
-    import libvirt
-
-    def sample():
-        stats = conn.domainListGetStats([domain], libvirt.VIR_DOMAIN_STATS_CPU_TOTAL)[0][1]
-        return stats["cpu.time"], time.monotonic()
-
-    cpu_before, at_before = sample()
-    time.sleep(seconds)
-    cpu_after, at_after = sample()
-    return (cpu_after - cpu_before) / 1e9 / (at_after - at_before)
 
 
 @pytest.fixture

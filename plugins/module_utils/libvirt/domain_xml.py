@@ -56,10 +56,6 @@ def parse_record(element):
     return record
 
 
-def parse_record_text(text):
-    return parse_record(ET.fromstring(text))
-
-
 def record_xml(record):
     """The record as the element libvirt stores under THROTTLE_NAMESPACE."""
     element = ET.Element("throttle")

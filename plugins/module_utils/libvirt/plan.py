@@ -167,9 +167,6 @@ def throttle_target(previous, cap):
     return target
 
 
-APPLY_CHOICES = ("auto", "live", "config", "both")
-
-
 def targets_for(apply, active, persistent):
     """Where a change goes: live (running domain), config (persistent
     definition) or both. `auto` means both for a running persistent domain, so

@@ -6,7 +6,7 @@ import subprocess
 import libvirt
 import pytest
 
-from conftest import cpu_rate
+from measure import cpu_rate
 from run_module import run_module
 
 HOST = "lab-hypervisor"
@@ -207,3 +207,24 @@ def test_classes_select_domains_across_the_host():
     info = run_module("libvirt_cputune_info", {"classes": ["dedicated"], "sample_seconds": 0}, host=HOST)
     assert [d["name"] for d in info["domains"]] == ["oc-lab-dedicated-2"]
     assert info["domains"][0]["class_reason"] == "its vCPUs are pinned"
+
+
+def test_raw_quota_with_its_own_period_and_an_emulator_cap(idle4):
+    before = sched(idle4)
+    result = cputune({"domains": ["oc-lab-idle-4"], "quota": 150000, "period": 50000, "emulator_cpus": 0.5})
+    assert result["changed"] and not result.get("failed"), result
+    live = idle4.schedulerParametersFlags(LIVE)
+    assert (live["global_period"], live["global_quota"]) == (50000, 150000)
+    assert (live["emulator_period"], live["emulator_quota"]) == (50000, 25000)
+    assert by_name(result)["oc-lab-idle-4"]["throttle"]["cpus"] == 3
+    assert cputune({"domains": ["oc-lab-idle-4"], "state": "restored"})["changed"]
+    assert sched(idle4) == before
+
+
+def test_class_selection_throttles_every_domain_of_the_class(libvirt_conn, restore_after):
+    restore_after.append("oc-lab-busy-2")
+    result = cputune({"classes": ["burstable"], "cpus": 1, "reason": "burstable at zero credits"})
+    assert [entry["name"] for entry in result["domains"]] == ["oc-lab-busy-2"], result
+    assert result["summary"]["changed"] == ["oc-lab-busy-2"]
+    config = libvirt_conn.lookupByName("oc-lab-busy-2").schedulerParametersFlags(CONFIG)
+    assert (config["global_period"], config["global_quota"]) == (100000, 100000)

@@ -2,7 +2,7 @@
 
 import libvirt
 
-from conftest import cpu_rate
+from measure import cpu_rate
 
 
 def test_busy_guest_burns_one_cpu_until_a_global_quota_caps_it(libvirt_conn, busy_guest):
