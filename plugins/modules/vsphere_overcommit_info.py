@@ -149,6 +149,9 @@ vms:
     name:
       description: VM name.
       type: str
+    uuid:
+      description: BIOS UUID of the VM (C(config.uuid)), what a Kubernetes node on it reports as its system UUID.
+      type: str
     host:
       description: ESXi host the VM runs on.
       type: str

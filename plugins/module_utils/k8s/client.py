@@ -152,12 +152,15 @@ class K8sClient(object):
     def get(self, path):
         return self.request("GET", path)
 
-    def list(self, path, label_selector=None, metadata_only=False):
+    def list(self, path, label_selector=None, metadata_only=False, field_selector=None):
         """Every item of a collection, page by page; with metadata_only just
-        each item's metadata."""
+        each item's metadata. field_selector filters on the server, e.g.
+        spec.nodeName=worker-1."""
         items, query = [], {"limit": LIST_PAGE}
         if label_selector:
             query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
         while True:
             page = self.request("GET", path, query, accept=METADATA_ONLY if metadata_only else "application/json")
             items.extend(page.get("items") or [])

@@ -81,7 +81,7 @@ def vm_row(inventory, moid, figures=None):
     host_id = vm.get("runtime.host")
     host = inventory.get("hosts", {}).get(host_id) or {}
     cluster_id = host.get("parent")
-    row = {"name": vm.get("name"), "moid": moid, "host": host.get("name"),
+    row = {"name": vm.get("name"), "moid": moid, "uuid": vm.get("config.uuid"), "host": host.get("name"),
            "cluster": inventory["clusters"][cluster_id]["name"] if _is_cluster(inventory, cluster_id) else None,
            "power_state": vm.get("runtime.powerState"), "vcpus": vm.get("config.hardware.numCPU"),
            "memory_mb": vm.get("config.hardware.memoryMB")}

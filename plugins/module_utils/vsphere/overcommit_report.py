@@ -12,7 +12,7 @@ __metaclass__ = type
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import capacity, perf
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import HOST_PROPERTIES
 
-VM_PROPERTIES = ("name", "runtime.powerState", "runtime.host", "config.template",
+VM_PROPERTIES = ("name", "config.uuid", "runtime.powerState", "runtime.host", "config.template",
                  "config.hardware.numCPU", "config.hardware.memoryMB")
 # VMs per QueryPerf call: vCenter caps the metrics of one query
 # (config.vpxd.stats.maxQueryMetrics), so very large fleets go in slices.
