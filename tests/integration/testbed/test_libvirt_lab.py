@@ -6,7 +6,9 @@ from measure import cpu_rate
 
 
 def test_busy_guest_burns_one_cpu_until_a_global_quota_caps_it(libvirt_conn, busy_guest):
-    assert cpu_rate(libvirt_conn, busy_guest) > 0.8
+    # Unthrottled it takes what the 2-core host gives it: near 1 CPU when idle.
+    unthrottled = cpu_rate(libvirt_conn, busy_guest)
+    assert unthrottled > 0.5
 
     busy_guest.setSchedulerParametersFlags(
         {"global_period": 100000, "global_quota": 20000}, libvirt.VIR_DOMAIN_AFFECT_LIVE)
@@ -14,7 +16,7 @@ def test_busy_guest_burns_one_cpu_until_a_global_quota_caps_it(libvirt_conn, bus
     assert 0.1 < throttled < 0.3, throttled
 
     busy_guest.setSchedulerParametersFlags({"global_quota": -1}, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-    assert cpu_rate(libvirt_conn, busy_guest) > 0.8
+    assert cpu_rate(libvirt_conn, busy_guest) > throttled + 0.25
 
 
 def test_lab_guests_cover_the_classes(libvirt_conn):
