@@ -23,7 +23,8 @@ description:
     added and whether it cordoned the node. O(state=open) removes exactly those and lifts only a cordon the
     gate set itself.
   - Refuses, before changing anything, a task that would leave more than O(max_gated_share) of the cluster's
-    nodes closed to new VMs (cordoned, or carrying a C(NoSchedule) taint under O(prefix)), unless O(force=true).
+    nodes (or of the nodes of O(fleet_label_selector)) closed to new VMs (cordoned, or carrying a
+    C(NoSchedule) taint under O(prefix)), unless O(force=true).
   - Nodes not found and nodes whose write fails are reported one by one; the others are still handled and
     the task then fails.
 author:
@@ -108,10 +109,15 @@ options:
     default: overcommit.control/
   max_gated_share:
     description:
-      - The largest share of all the cluster's nodes that may be closed to new VMs after the task,
+      - The largest share of the fleet's nodes that may be closed to new VMs after the task,
         greater than 0 and at most 1. A task that closes no additional node is never refused.
     type: float
     default: 0.5
+  fleet_label_selector:
+    description:
+      - The nodes O(max_gated_share) is a share of, for example one node pool. Defaults to all the cluster's nodes.
+      - Nodes gated by the task outside this fleet do not count.
+    type: str
   force:
     description:
       - Gate even beyond O(max_gated_share).
@@ -186,7 +192,7 @@ nodes:
         gate: {reason: CPU PSI above 40 %, time: "2026-01-05T10:00:00Z", by: ops,
                taints: [overcommit.control/pressure], cordoned: false}
 fleet:
-  description: With O(state=gated), the safety check over all the cluster's nodes.
+  description: With O(state=gated), the safety check over the fleet's nodes.
   returned: when state is gated and the fleet could be read
   type: dict
   sample: {nodes: 40, closed_before: 2, closed_after: 4, max_gated_share: 0.5, max_closed: 20}
@@ -223,6 +229,7 @@ def main():
             requested_by=dict(type="str"),
             prefix=dict(type="str", default=DEFAULT_PREFIX),
             max_gated_share=dict(type="float", default=0.5),
+            fleet_label_selector=dict(type="str"),
             force=dict(type="bool", default=False),
         ),
         required_one_of=[("names", "label_selector")],

@@ -30,30 +30,32 @@ class AdmissionRunner(object):
 
     def read(self, names, label_selector):
         """(target names in order: those named, then those the selector
-        matches; name -> Node for the targets that exist; the whole fleet, or
-        None). Gating reads the whole fleet, which the share check needs, and
-        asks the selector for names only; opening reads just the targets."""
+        matches; name -> Node for the targets that exist; the fleet of the
+        share check, or None). Gating reads the fleet (all nodes, or those of
+        fleet_label_selector) and asks the selector for names only; opening
+        reads just the targets."""
         gating = self.request["state"] == "gated"
         targets = list(dict.fromkeys(names or []))
-        nodes = {}
+        nodes, fleet = {}, None
         if label_selector:
             for node in self.client.list(NODES, label_selector, metadata_only=gating):
-                name = node["metadata"]["name"]
-                nodes[name] = node
-                if name not in targets:
-                    targets.append(name)
-        fleet = None
-        if gating or len(targets) - len(nodes) > FEW_NODES:
-            fleet = self.client.list(NODES)
-            nodes = dict((node["metadata"]["name"], node) for node in fleet)
+                if node["metadata"]["name"] not in targets:
+                    targets.append(node["metadata"]["name"])
+                if not gating:
+                    nodes[node["metadata"]["name"]] = node
+        if gating:
+            fleet = self.client.list(NODES, self.request["fleet_label_selector"])
+            nodes.update((node["metadata"]["name"], node) for node in fleet)
+        missing = [name for name in targets if name not in nodes]
+        if len(missing) > FEW_NODES:
+            nodes.update((node["metadata"]["name"], node) for node in self.client.list(NODES))
         else:
-            for name in targets:
-                if name not in nodes:
-                    try:
-                        nodes[name] = self.client.get(node_path(name))
-                    except K8sClientError as exc:
-                        if exc.status != 404:
-                            raise
+            for name in missing:
+                try:
+                    nodes[name] = self.client.get(node_path(name))
+                except K8sClientError as exc:
+                    if exc.status != 404:
+                        raise
         return targets, nodes, fleet
 
     def run(self, names, label_selector):

@@ -54,7 +54,7 @@ def check_request(params):
                               % record_key(prefix))
     return {"prefix": prefix, "state": state, "taints": wanted, "taints_given": given is not None,
             "labels": labels, "cordon": bool(params.get("cordon")), "max_gated_share": share,
-            "force": bool(params.get("force"))}
+            "fleet_label_selector": params.get("fleet_label_selector"), "force": bool(params.get("force"))}
 
 
 def parse_record(text):
@@ -144,8 +144,9 @@ def check_share(views, planned_after, request):
     max_gated_share of all nodes closed to new VMs: a whole fleet gated is an
     outage. A task that closes no additional node is never refused.
 
-    views: every node of the cluster (node_view); planned_after: name -> the
-    planned `after` of the nodes this task changes."""
+    views: every node of the fleet (node_view): the cluster, or the nodes of
+    fleet_label_selector; planned_after: name -> the planned `after` of the
+    nodes this task changes."""
     prefix = request["prefix"]
     total = len(views)
     closed_before = sum(1 for view in views if is_closed(view, prefix))
@@ -154,7 +155,9 @@ def check_share(views, planned_after, request):
     fleet = {"nodes": total, "closed_before": closed_before, "closed_after": closed_after,
              "max_gated_share": request["max_gated_share"], "max_closed": allowed}
     if not request["force"] and closed_after > closed_before and closed_after > allowed:
-        raise GateRefusal("refusing to gate: %d of %d nodes would be closed to new VMs (%d now), more than "
+        raise GateRefusal("refusing to gate: %d of %d nodes%s would be closed to new VMs (%d now), more than "
                           "max_gated_share=%g allows (%d nodes); nothing was changed; use force to override"
-                          % (closed_after, total, closed_before, request["max_gated_share"], allowed))
+                          % (closed_after, total, " of %s" % request["fleet_label_selector"]
+                             if request.get("fleet_label_selector") else "", closed_before,
+                             request["max_gated_share"], allowed))
     return fleet

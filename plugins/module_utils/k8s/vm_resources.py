@@ -94,6 +94,7 @@ def vm_facts(vm, vmi, class_label):
         "name": "%s/%s" % (meta.get("namespace"), meta.get("name")),
         "vcpus": _int(cpu.get("sockets")) * _int(cpu.get("cores")) * _int(cpu.get("threads")),
         "guest": quantity.memory("memory.guest", guest_text) if guest_text else None,
+        "guest_explicit": bool((domain.get("memory") or {}).get("guest")),
         "cpu_request": quantity.cpu("requests.cpu", requests["cpu"]) if "cpu" in requests else None,
         "cpu_limit": quantity.cpu("limits.cpu", limits["cpu"]) if "cpu" in limits else None,
         "memory_request": quantity.memory("requests.memory", requests["memory"]) if "memory" in requests else None,
@@ -239,7 +240,11 @@ def plan(vm, vmi, request):
     after = dict((field, before[field] if _same(field, before[field], value) else value)
                  for field, value in after.items())
     changed = [field for field in after if after[field] != before[field]]
-    domain_patch = merge_patch.diff(_domain_fields(before), _domain_fields(after))
+    domain_before = _domain_fields(before)
+    if not facts["guest_explicit"] and after["memory_request"] != before["memory_request"]:
+        # The guest size came from the request that is changing: write it down first.
+        domain_before["memory"]["guest"] = None
+    domain_patch = merge_patch.diff(domain_before, _domain_fields(after))
     patch = merge_patch.nest(DOMAIN, domain_patch) if domain_patch else {}
     if request["class"] and facts["declared_class"] != request["class"]:
         patch["metadata"] = {"labels": {request["class_label"]: request["class"]}}

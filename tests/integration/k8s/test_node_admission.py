@@ -2,10 +2,7 @@
 ansible-playbook. Every test works on Node objects it creates."""
 
 import json
-import re
 import threading
-
-from kubernetes import client
 
 from apiproxy import ApiProxy, kubeconfig_parts
 from nodes import add_foreign_taint, node_state
@@ -152,27 +149,29 @@ def test_open_lifts_only_the_cordon_the_gate_set(kube_admin, make_nodes, run_as)
 
 
 def test_refuses_to_close_more_than_the_allowed_share_of_the_fleet(kube_admin, make_nodes, run_as):
-    names = make_nodes(3)
-    nodes = client.CoreV1Api(kube_admin).list_node().items
-    total = len(nodes)
-    closed = sum(1 for n in nodes if n.spec.unschedulable or any(
-        t.key.startswith(PREFIX) and t.effect in ("NoSchedule", "NoExecute") for t in n.spec.taints or []))
-    # Room for two more closed nodes, not three.
-    share = (closed + 2.5) / total
-    refused = gate(run_as, names, max_gated_share=share)
+    """The fleet is this test's own pool of five nodes (fleet_label_selector),
+    one of them cordoned by someone else: gating three more would close four
+    of five, more than half."""
+    pool = make_nodes(4, labels={"overcommit.test/pool": "share"}) + make_nodes(1, unschedulable=True)
+    run_id = node_state(kube_admin, pool[0])["labels"]["overcommit.test/run"]
+    fleet = "overcommit.test/run in (%s,%s)" % (run_id, node_state(kube_admin, pool[4])["labels"]["overcommit.test/run"])
+    refused = gate(run_as, pool[:3], max_gated_share=0.5, fleet_label_selector=fleet)
     assert refused["failed"] is True
-    counts = re.search(r"refusing to gate: (\d+) of (\d+) nodes would be closed to new VMs \((\d+) now\)",
-                       refused["msg"])
-    assert counts, refused["msg"]
-    would_close, _fleet_size, closed_now = (int(group) for group in counts.groups())
-    # These three nodes are the only ones the task closes (others may gate other nodes meanwhile).
-    assert would_close == closed_now + 3
-    assert all(node_state(kube_admin, name)["taints"] == [] for name in names)
+    assert refused["msg"].startswith("refusing to gate: 4 of 5 nodes of %s would be closed to new VMs (1 now), "
+                                     "more than max_gated_share=0.5 allows (2 nodes); nothing was changed" % fleet)
+    assert all(node_state(kube_admin, name)["taints"] == [] for name in pool)
 
-    forced = gate(run_as, names, max_gated_share=share, force=True)
+    allowed = gate(run_as, pool[:1], max_gated_share=0.5, fleet_label_selector=fleet)
+    assert not allowed.get("failed"), allowed
+    assert allowed["fleet"] == {"nodes": 5, "closed_before": 1, "closed_after": 2, "max_gated_share": 0.5,
+                                "max_closed": 2}
+    # Closing nothing more is never refused, even over the share.
+    assert not gate(run_as, pool[:1], max_gated_share=0.2, fleet_label_selector=fleet).get("failed")
+
+    forced = gate(run_as, pool[:3], max_gated_share=0.5, fleet_label_selector=fleet, force=True)
     assert not forced.get("failed"), forced
-    assert forced["fleet"]["closed_after"] == forced["fleet"]["closed_before"] + 3
-    assert all(node_state(kube_admin, name)["taints"] == [GATE] for name in names)
+    assert forced["fleet"]["closed_after"] == 4
+    assert all(node_state(kube_admin, name)["taints"] == [GATE] for name in pool[:3])
 
 
 def test_least_privilege_identity_succeeds_and_an_unbound_one_fails_clearly(kube_admin, make_nodes, run_as):

@@ -135,3 +135,13 @@ def test_instancetype_vms_are_refused():
     obj["spec"]["instancetype"] = {"name": "u1.medium"}
     with pytest.raises(vm_resources.VmRefusal, match="instancetype u1.medium"):
         vm_resources.plan(obj, None, request(cpu_limit="1"))
+
+
+def test_a_guest_size_taken_from_the_request_is_kept_when_the_request_changes():
+    legacy = vm(guest="2Gi", requests={"memory": "2Gi"})
+    del legacy["spec"]["template"]["spec"]["domain"]["memory"]
+    plan = vm_resources.plan(legacy, None, request(memory_request="1Gi"))
+    domain = plan["patch"]["spec"]["template"]["spec"]["domain"]
+    assert domain == {"memory": {"guest": "2Gi"}, "resources": {"requests": {"memory": "1Gi"}}}
+    assert vm_resources.plan(legacy, None, request(cpu_limit="1"))["patch"]["spec"]["template"]["spec"]["domain"] == {
+        "resources": {"limits": {"cpu": "1"}}}
