@@ -358,7 +358,7 @@ def run_playbook(playbook, extra_vars, kubeconfig):
 def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     capped, refused = fleet.vmi(cores=4), fleet.vmi(cores=8)
     operator = lab["OVERCOMMIT_KUBECONFIG_OPERATOR"]
-    throttled = run_playbook("throttle.yml", {"kubevirt_vms": [capped], "namespace": NAMESPACE, "cpus": 1,
+    throttled = run_playbook("throttle.yml", {"kubevirt_vms": [capped], "kubevirt_namespace": NAMESPACE, "cpus": 1,
                                               "reason": "INC-6 playbook"}, operator)
     assert throttled.returncode == 0, throttled.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "1"}
@@ -373,7 +373,7 @@ def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     assert mixed.returncode != 0 and "under the shared floor" in mixed.stdout, mixed.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "1500m"} and fleet.compute_limits(refused) is None
 
-    restored = run_playbook("restore.yml", {"kubevirt_vms": [capped], "namespace": NAMESPACE, "headroom": 0.5},
+    restored = run_playbook("restore.yml", {"kubevirt_vms": [capped], "kubevirt_namespace": NAMESPACE, "headroom": 0.5},
                             operator)
     assert restored.returncode == 0, restored.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "4500m"}
