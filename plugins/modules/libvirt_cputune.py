@@ -226,17 +226,14 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.fleet im
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import CpuTuneRunner
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
+    CpuTuneRunner, selection_argument_spec)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            uri=dict(type="str", default="qemu:///system"),
-            class_namespace=dict(type="str", default=CLASS_NAMESPACE),
-            domains=dict(type="list", elements="str", default=[], aliases=["names"]),
-            classes=dict(type="list", elements="str", default=[], choices=["dedicated", "shared", "burstable"]),
+            selection_argument_spec(),
             state=dict(type="str", default="throttled", choices=["throttled", "restored"]),
             cpus=dict(type="float"),
             scope=dict(type="str", default="domain", choices=["domain", "vcpu"]),

@@ -130,17 +130,14 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import describe_domains
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
+    describe_domains, selection_argument_spec)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            uri=dict(type="str", default="qemu:///system"),
-            class_namespace=dict(type="str", default=CLASS_NAMESPACE),
-            domains=dict(type="list", elements="str", default=[], aliases=["names"]),
-            classes=dict(type="list", elements="str", default=[], choices=["dedicated", "shared", "burstable"]),
+            selection_argument_spec(),
             sample_seconds=dict(type="float", default=1.0),
         ),
         supports_check_mode=True,

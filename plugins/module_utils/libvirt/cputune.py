@@ -17,6 +17,17 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client 
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
 
 WORKERS = 4
+
+
+def selection_argument_spec():
+    """Options every libvirt module shares (doc fragment overcommit.control.libvirt)
+    and the way both select domains."""
+    return dict(
+        uri=dict(type="str", default="qemu:///system"),
+        class_namespace=dict(type="str", default=domain_xml.CLASS_NAMESPACE),
+        domains=dict(type="list", elements="str", default=[], aliases=["names"]),
+        classes=dict(type="list", elements="str", default=[], choices=list(vm_class.CLASSES)),
+    )
 # Errors that belong to one domain: reported on it, the others carry on.
 DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError)
 
