@@ -28,6 +28,8 @@ def selection_argument_spec():
         domains=dict(type="list", elements="str", default=[], aliases=["names"]),
         classes=dict(type="list", elements="str", default=[], choices=list(vm_class.CLASSES)),
     )
+
+
 # Errors that belong to one domain: reported on it, the others carry on.
 DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError)
 
