@@ -20,20 +20,23 @@ description:
   - "The state lives on the VMI, in three annotations under O(prefix): C(cpu-limit) is the desired cap (desired
     state only); C(cpu-limit-applied) is what was last written to which launcher pod, and when;
     C(cpu-limit-throttle) is the pod's limit before the first throttle, with why, who and when."
+  - A restart replaces the VMI, so the VirtualMachine that owns it keeps a copy of the desired cap and the throttle
+    record in the same annotations. A VMI created on its own (no VirtualMachine) has only the VMI's.
   - O(state=throttled) writes the desired cap, resizes the launcher pod, and records what it applied.
-  - A new launcher pod (live migration) starts with the limit of the VM's template, losing the cap.
-    O(state=reconciled) finds the VMIs whose desired cap and launcher pod differ and applies the cap again; run it
-    on a schedule or from an event (role C(overcommit.control.kubevirt_cpu_reconcile)).
+  - A new launcher pod (live migration, or a restart, which also makes a new VMI) starts with the limit of the VM's
+    template, losing the cap. O(state=reconciled) finds the VMIs whose desired cap (their own, or after a restart
+    their VirtualMachine's) and launcher pod differ, writes the cap onto a new VMI and applies it again; run it on a
+    schedule or from an event (role C(overcommit.control.kubevirt_cpu_reconcile)).
   - A limit can never be removed from a pod. O(state=restored) sets the limit back to what it was before the first
     throttle; when the pod had none, it raises the limit to the VM's vCPU count plus O(headroom). Then it removes the
-    desired cap and the record. A VMI without a running launcher pod only loses the desired cap.
+    desired cap and the record, from the VirtualMachine too. A VMI without a running launcher pod only loses the
+    desired cap; so does a stopped VirtualMachine named in O(names), so that it does not start braked.
   - "Refused with the reason, VMI by VMI: VMs with dedicated CPUs (C(dedicatedCpuPlacement), which cannot be resized
     even with O(force)); VMs of class V(dedicated) (the C(<prefix>class) label on the VMI or its VM) or with realtime
     vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a limit that would change the pod's QoS class
     or be under the container's CPU request; a VMI with no running launcher pod."
   - Every resize and every failure on a VMI emits a Kubernetes Event on it (C(CPULimitApplied), C(CPULimitRestored),
     C(CPULimitFailed)), so no failure is silent, also when nobody reads the task's output.
-  - A VM restarted by KubeVirt gets a new VMI without the annotations, so throttle it again.
 author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
@@ -58,7 +61,8 @@ options:
     type: str
   names:
     description:
-      - Names of the VirtualMachineInstances to act on, in O(namespace) (a VMI has its VM's name).
+      - Names of the VirtualMachineInstances to act on, in O(namespace) (a VMI has its VM's name). With
+        O(state=throttled) a name without a VMI fails (only a running VM can be braked).
     type: list
     elements: str
     default: []
@@ -131,7 +135,7 @@ EXAMPLES = r"""
     force: true
     reason: node pressure
 
-- name: Keep the brake on after migrations - apply every desired cap again where it got lost
+- name: Keep the brake on after migrations and restarts - apply every desired cap again where it got lost
   overcommit.control.kubevirt_vm_cpu_limit:
     state: reconciled
 
@@ -165,7 +169,8 @@ vms:
       description: The launcher pod that was looked at.
       type: str
     before:
-      description: Desired cap, applied record, throttle record, launcher pod and its compute CPU limit before.
+      description: Desired cap, applied record, throttle record, launcher pod and its compute CPU limit before, and
+        the desired cap the VirtualMachine keeps (C(vm_desired)).
       type: dict
     after:
       description: The same after the task.
@@ -181,13 +186,14 @@ vms:
       changed: true
       pod: virt-launcher-web-17-x7k2p
       before: {desired: null, applied: null, throttle: null, pod: virt-launcher-web-17-x7k2p,
-               compute_cpu_limit: null}
+               compute_cpu_limit: null, vm_desired: null}
       after:
         desired: "1"
         applied: {cpus: "1", pod: virt-launcher-web-17-x7k2p, podUID: 6f1c..., time: "2026-01-05T10:00:00Z"}
         throttle: {previous: null, reason: INC-4211, by: ops, time: "2026-01-05T10:00:00Z"}
         pod: virt-launcher-web-17-x7k2p
         compute_cpu_limit: "1"
+        vm_desired: "1"
       event: {type: Normal, reason: CPULimitApplied,
               note: "compute CPU limit of pod virt-launcher-web-17-x7k2p set to 1 (was no limit)"}
 summary:

@@ -2,9 +2,10 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Throttle, restore and reconcile the CPU limit of many running KubeVirt
-VMs over one connection: one list of the launcher pods (and of the VMs'
-labels) for the whole task, then per VMI the desired cap on the VMI, the
-resize of its launcher pod, the applied record, and an Event. One VMI failing
+VMs over one connection: one list of the launcher pods and one of the
+VirtualMachines' metadata for the whole task, then per VMI the desired cap on
+the VMI and its VM, the resize of its launcher pod, the applied record, and
+an Event. One VMI failing
 is reported (and announced by a Warning Event) and the others go on."""
 
 from __future__ import absolute_import, division, print_function
@@ -71,32 +72,62 @@ class CpuLimitRunner(object):
             pods.setdefault(owner, []).append(pod)
         return pods
 
-    def vm_labels(self, namespace):
-        """namespace/name -> labels of the VirtualMachines (the class label lives there)."""
+    def virtual_machines(self, namespace):
+        """namespace/name -> the VirtualMachines' metadata: their class label,
+        and the copy of the cap that outlives a restart."""
         scope = namespaced_path(namespace, "virtualmachines") if namespace else API + "/virtualmachines"
-        return dict(("%s/%s" % (vm["metadata"]["namespace"], vm["metadata"]["name"]), vm["metadata"].get("labels"))
+        return dict(("%s/%s" % (vm["metadata"]["namespace"], vm["metadata"]["name"]), vm)
                     for vm in self.client.list(scope, metadata_only=True))
 
     def run(self, namespace, names, label_selector):
         targets, vmis = self.select(namespace, names, label_selector)
+        if not targets:
+            return []
+        vms = self.virtual_machines(namespace)
+        pods = self.launcher_pods(namespace) if vmis else {}
         results = []
-        if not vmis:
-            return [self.missing(key) for key in targets]
-        pods = self.launcher_pods(namespace)
-        labels = self.vm_labels(namespace)
         for key in targets:
             if key not in vmis:
-                results.append(self.missing(key))
+                results.append(self.not_running(key, vms.get(key)))
                 continue
-            view = brake.vmi_view(vmis[key], self.request["keys"], labels.get(key))
-            results.append(self.handle(view, vmis[key], pods.get(view["uid"]) or []))
+            owner = brake.owning_vm(vmis[key])
+            vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
+            view = brake.vmi_view(vmis[key], self.request["keys"], vm)
+            results.append(self.handle(view, vmis[key], vm, pods.get(view["uid"]) or []))
         return results
+
+    def not_running(self, key, vm):
+        """A name without a VMI. Restore still lifts the cap its VirtualMachine
+        keeps, so that the VM does not start braked."""
+        if vm is None:
+            return self.missing(key)
+        state = self.request["state"]
+        if state == brake.THROTTLED:
+            return {"name": key, "changed": False, "failed": True,
+                    "msg": "VMI %s not found: VirtualMachine %s is not running, and only a running VM can be "
+                           "braked" % (key, key)}
+        view = brake.stopped_vm_view(vm, self.request["keys"])
+        before = {"vm_desired": view["desired"]}
+        if state == brake.RECONCILED:
+            return {"name": key, "changed": False, "before": before, "after": before,
+                    "msg": "the VirtualMachine is not running"}
+        try:
+            kept = self.keep_on_vm(view, vm, None, None)
+        except K8sClientError as exc:
+            return {"name": key, "changed": False, "failed": True, "before": before, "msg": str(exc),
+                    "event": self.emit(view, None, "Warning", "CPULimitFailed", "Restore",
+                                       "cannot restore the CPU limit: %s" % exc)}
+        if kept is None:
+            return {"name": key, "changed": False, "before": before, "after": before, "msg": "never throttled"}
+        return {"name": key, "changed": True, "before": before, "after": {"vm_desired": None},
+                "event": self.emit(view, None, "Normal", "CPULimitRestored", "Restore",
+                                   "cap lifted from VirtualMachine %s, which is not running" % view["vmi"])}
 
     @staticmethod
     def missing(key):
         return {"name": key, "changed": False, "failed": True, "msg": "VMI %s not found" % key}
 
-    def handle(self, view, vmi, pods):
+    def handle(self, view, vmi, vm, pods):
         result = {"name": view["name"], "changed": False}
         pod = None
         try:
@@ -113,15 +144,16 @@ class CpuLimitRunner(object):
                 result.update(after=before, msg="no cap desired" if self.request["state"] == brake.RECONCILED
                               else "never throttled")
                 return result
-            changes = self.write(view, vmi, pod, cpus, action)
+            changes = self.write(view, vmi, vm, pod, cpus, action)
         except (brake.LimitRefusal, ValueRangeError, K8sClientError) as exc:
             result.update(failed=True, msg=str(exc))
             result["event"] = self.emit(view, pod, "Warning", "CPULimitFailed", STATE_ACTIONS[self.request["state"]],
                                         "cannot %s the CPU limit: %s" % (STATE_ACTIONS[self.request["state"]].lower(),
                                                                          exc))
             return result
-        after = brake.after_view(before, view, pod, cpus, self.request, changes["desire"], changes["applied"])
-        result.update(changed=bool(changes["desire"] or changes["resized"] or changes["applied"]),
+        after = brake.after_view(before, view, pod, cpus, self.request, changes["desire"], changes["applied"],
+                                 changes["kept"])
+        result.update(changed=any(changes.values()),
                       before=before, after=after, pod=before["pod"])
         if pod is not None and brake.pod_view(pod)["resize_pending"]:
             result["resize_pending"] = brake.pod_view(pod)["resize_pending"]
@@ -143,20 +175,24 @@ class CpuLimitRunner(object):
             before["pod"], after["compute_cpu_limit"], before["compute_cpu_limit"] or "no limit",
             "; re-applied the desired cap" if action == "reconcile" else "")
 
-    def write(self, view, vmi, pod, cpus, action):
+    def write(self, view, vmi, vm, pod, cpus, action):
         """The writes, in an order that a failure half-way leaves repairable:
-        a throttle records the desired cap before the resize, so a reconcile
-        finishes it; a restore raises the limit before the desire goes."""
-        namespace, name = view["namespace"], view["vmi"]
+        a throttle records the desired cap (on the VMI, then on its VM) before
+        the resize, so a reconcile finishes it; a restore raises the limit
+        before the desire goes."""
+        namespace, name, keys = view["namespace"], view["vmi"], self.request["keys"]
         vmi_path = namespaced_path(namespace, "virtualmachineinstances", name)
-        changes = {"desire": None, "resized": None, "applied": None}
+        changes = {"desire": None, "kept": None, "resized": None, "applied": None}
         current_vmi = vmi
         if action != "restore":
             def plan_desire(obj):
-                return brake.desire_patch(brake.vmi_view(obj, self.request["keys"]), pod, cpus, self.request,
-                                          self.record_fields)
+                return brake.desire_patch(brake.vmi_view(obj, keys, vm), pod, cpus, self.request, self.record_fields)
             current_vmi, changes["desire"], _conflicts = self.client.read_modify_write(
                 vmi_path, plan_desire, current=vmi)
+            if view["vm"] is not None:
+                desired, record_text = brake.kept_state(brake.vmi_view(current_vmi, keys, vm), self.request,
+                                                        changes["desire"])
+                changes["kept"] = self.keep_on_vm(view, vm, desired, record_text)
         if pod is not None and cpus is not None:
             pod_path = "%s/%s" % (pods_path(namespace), pod["metadata"]["name"])
 
@@ -164,15 +200,28 @@ class CpuLimitRunner(object):
                 return brake.resize_patch(obj, cpus)
             _pod, changes["resized"], _conflicts = self.client.read_modify_write(
                 pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH)
+        if action == "restore" and view["vm"] is not None:
+            changes["kept"] = self.keep_on_vm(view, vm, None, None)
         if changes["desire"] is not None:
             current_vmi = None  # changed by our own write: read it again
 
         def plan_applied(obj):
-            return brake.applied_patch(brake.vmi_view(obj, self.request["keys"]), pod, cpus, self.request,
+            return brake.applied_patch(brake.vmi_view(obj, keys, vm), pod, cpus, self.request,
                                        self.clock()[0], restore=action == "restore")
         _vmi, changes["applied"], _conflicts = self.client.read_modify_write(vmi_path, plan_applied,
                                                                              current=current_vmi)
         return changes
+
+    def keep_on_vm(self, view, vm, desired, record_text):
+        """Makes the VirtualMachine's copy of the cap say `desired` and
+        `record_text` (None: none); returns the patch written, or None."""
+        keys = self.request["keys"]
+        path = namespaced_path(view["namespace"], "virtualmachines", view["vm"]["name"])
+
+        def plan_kept(obj):
+            return brake.vm_patch(brake.vm_view(obj, keys), self.request, desired, record_text)
+        _vm, patch, _conflicts = self.client.read_modify_write(path, plan_kept, current=vm)
+        return patch
 
     def emit(self, view, pod, event_type, reason, action, note):
         """Creates the Event; returns its reason, or what kept it from being

@@ -12,6 +12,9 @@ gets the cap again from a reconcile:
   <prefix>cpu-limit           the desired cap (a CPU quantity); desired state only
   <prefix>cpu-limit-applied   what was last written to which pod, and when
   <prefix>cpu-limit-throttle  the pod's limit before the first throttle, why, who, when
+A restart replaces the VMI itself, so the owning VirtualMachine keeps a copy
+of the desired cap and the throttle record; a reconcile brings them onto the
+new VMI and applies the cap there.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -88,16 +91,50 @@ def _int(value):
     return int(value) if value else 1
 
 
-def vmi_view(vmi, keys, vm_labels=None):
-    """What the brake looks at on one VirtualMachineInstance. vm_labels: the
-    owning VirtualMachine's labels, where the class label is usually set."""
+def owning_vm(vmi):
+    """The name of the VirtualMachine that controls a VMI (None for a VMI
+    created on its own)."""
+    for owner in (vmi.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("kind") == "VirtualMachine" and owner.get("controller"):
+            return owner.get("name")
+    return None
+
+
+def vm_view(vm, keys):
+    """The copy of the desired cap and throttle record on a VirtualMachine
+    (metadata is enough); None for no VM."""
+    if vm is None:
+        return None
+    meta = vm.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    return {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),
+            "labels": meta.get("labels") or {},
+            "desired": annotations.get(keys["desired"]),
+            "record": _json(annotations.get(keys["record"])) if keys["record"] in annotations else None,
+            "record_text": annotations.get(keys["record"]),
+            "has_record": keys["record"] in annotations}
+
+
+def stopped_vm_view(vm, keys):
+    """A VirtualMachine without a VMI, as results and Events name it."""
+    kept = vm_view(vm, keys)
+    return dict(kept, kind="VirtualMachine", vmi=kept["name"], name="%s/%s" % (kept["namespace"], kept["name"]),
+                vm=kept)
+
+
+def vmi_view(vmi, keys, vm=None):
+    """What the brake looks at on one VirtualMachineInstance. vm: its owning
+    VirtualMachine (metadata is enough): the class label is usually set there,
+    and it keeps the cap across restarts."""
     meta, spec, status = vmi.get("metadata") or {}, vmi.get("spec") or {}, vmi.get("status") or {}
     cpu = (spec.get("domain") or {}).get("cpu") or {}
     # Hot-plugged sockets show in the current topology, not in the spec.
     topology = status.get("currentCPUTopology") or cpu
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
+    owner = vm_view(vm, keys)
     return {
+        "kind": "VirtualMachineInstance",
         "name": "%s/%s" % (meta.get("namespace"), meta.get("name")),
         "namespace": meta.get("namespace"),
         "vmi": meta.get("name"),
@@ -105,15 +142,35 @@ def vmi_view(vmi, keys, vm_labels=None):
         "vcpus": _int(topology.get("sockets")) * _int(topology.get("cores")) * _int(topology.get("threads")),
         "dedicated_placement": bool(cpu.get("dedicatedCpuPlacement")),
         "realtime": cpu.get("realtime") is not None,
-        "declared_class": labels.get(keys["class"]) or (vm_labels or {}).get(keys["class"]),
+        "declared_class": labels.get(keys["class"]) or (owner or {}).get("labels", {}).get(keys["class"]),
         "phase": status.get("phase"),
         "node": status.get("nodeName"),
         "active_pods": dict(status.get("activePods") or {}),
         "desired": annotations.get(keys["desired"]),
         "applied": _json(annotations.get(keys["applied"])) if keys["applied"] in annotations else None,
         "record": _json(annotations.get(keys["record"])) if keys["record"] in annotations else None,
+        "record_text": annotations.get(keys["record"]),
         "has_record": keys["record"] in annotations,
+        "vm": owner,
     }
+
+
+def wanted_desired(view):
+    """The desired cap text: the VMI's own, else (a VMI a restart made) the
+    copy its VirtualMachine kept."""
+    if view["desired"] is not None:
+        return view["desired"]
+    return (view["vm"] or {}).get("desired")
+
+
+def earlier_record(view):
+    """(whether a throttle record exists, the record) from the VMI, else from
+    its VirtualMachine."""
+    if view["has_record"]:
+        return True, view["record"]
+    if view["vm"] and view["vm"]["has_record"]:
+        return True, view["vm"]["record"]
+    return False, None
 
 
 def _cpu_or_none(field, value):
@@ -250,15 +307,15 @@ def resize_patch(pod, cpus):
 
 def desired_cpus(view):
     """The desired cap from the annotation, in CPUs (None when absent)."""
-    if view["desired"] is None:
+    desired = wanted_desired(view)
+    if desired is None:
         return None
     try:
-        cpus = quantity.cpu("annotation", view["desired"])
+        cpus = quantity.cpu("annotation", desired)
     except ValueRangeError:
         cpus = 0
     if cpus < LEAST_CPUS - 1e-12:
-        raise LimitRefusal("the desired cap in the annotation is %r, not a CPU quantity of at least 1m"
-                           % view["desired"])
+        raise LimitRefusal("the desired cap in the annotation is %r, not a CPU quantity of at least 1m" % desired)
     return cpus
 
 
@@ -266,7 +323,7 @@ def restore_cpus(view, request):
     """What restore sets the limit to: the limit recorded before the first
     throttle; else (there was none, and a limit cannot be removed) the VM's
     vCPUs plus headroom."""
-    previous = (view["record"] or {}).get("previous")
+    previous = (earlier_record(view)[1] or {}).get("previous")
     if previous is not None:
         return quantity.cpu("previous", previous)
     return view["vcpus"] + request["headroom"]
@@ -276,14 +333,14 @@ def target(view, pod, request):
     """(CPUs the compute limit should have, or None: nothing to set; the
     action). Raises LimitRefusal."""
     if request["state"] == RESTORED:
-        if view["desired"] is None and not view["has_record"]:
+        if wanted_desired(view) is None and not earlier_record(view)[0]:
             return None, None
         limit = pod_view(pod)["cpu_limit"] if pod is not None else None
         if limit is None:
             # No pod, or a new pod without a limit: nothing of the cap is left to lift.
             return None, "restore"
         cpus = restore_cpus(view, request)
-        if (view["record"] or {}).get("previous") is None and limit + 1e-9 >= cpus:
+        if (earlier_record(view)[1] or {}).get("previous") is None and limit + 1e-9 >= cpus:
             # Without a recorded limit restore only ever raises one.
             return None, "restore"
         check_resize(pod, cpus)
@@ -291,7 +348,7 @@ def target(view, pod, request):
     cpus = request["cpus"] if request["state"] == THROTTLED else desired_cpus(view)
     if cpus is None:
         return None, None
-    check_class(view, cpus, request, forced=bool((view["record"] or {}).get("forced")))
+    check_class(view, cpus, request, forced=bool((earlier_record(view)[1] or {}).get("forced")))
     if pod is None:
         raise LimitRefusal("no running virt-launcher pod")
     check_resize(pod, cpus)
@@ -299,22 +356,56 @@ def target(view, pod, request):
 
 
 def desire_patch(view, pod, cpus, request, fields):
-    """The VMI annotations of a throttle (or a reconcile of a cap without a
-    record yet): the desired cap and the record of the limit before the
-    first throttle. None when both are already there."""
+    """The VMI annotations of a throttle, or of a reconcile of a cap without
+    a record yet or that a restart left on the VirtualMachine only: the
+    desired cap and the record of the limit before the first throttle. None
+    when both are already there."""
     keys, desired = request["keys"], quantity.format_cpu(cpus)
     annotations = {}
-    if request["state"] == THROTTLED and (view["desired"] is None or not quantity.same_cpu(view["desired"], desired)):
+    # A reconcile takes a cap onto the VMI only from the VM (the VMI's own is there already).
+    if (request["state"] == THROTTLED or view["desired"] is None) and \
+            (view["desired"] is None or not quantity.same_cpu(view["desired"], desired)):
         annotations[keys["desired"]] = desired
     if not view["has_record"] or (annotations and request["state"] == THROTTLED):
-        record = dict((k, v) for k, v in fields.items() if v is not None)
-        # The limit before the first throttle survives later throttles.
-        record["previous"] = (view["record"] or {}).get("previous") if view["has_record"] \
-            else pod_view(pod)["limit_text"]
-        if request["force"] or (view["record"] or {}).get("forced"):
-            record["forced"] = True
-        annotations[keys["record"]] = json.dumps(record, sort_keys=True)
+        recorded, earlier = earlier_record(view)
+        if request["state"] == RECONCILED and recorded and not view["has_record"]:
+            annotations[keys["record"]] = view["vm"]["record_text"]
+        else:
+            record = dict((k, v) for k, v in fields.items() if v is not None)
+            # The limit before the first throttle survives later throttles and restarts.
+            record["previous"] = (earlier or {}).get("previous") if recorded else pod_view(pod)["limit_text"]
+            if request["force"] or (earlier or {}).get("forced"):
+                record["forced"] = True
+            annotations[keys["record"]] = json.dumps(record, sort_keys=True)
     return {"metadata": {"annotations": annotations}} if annotations else None
+
+
+def _same_record(left, right):
+    if left is None or right is None:
+        return left is right
+    return left == right or (_json(left) is not None and _json(left) == _json(right))
+
+
+def vm_patch(vm, request, desired, record_text):
+    """The VirtualMachine annotations that make its copy say `desired` and
+    `record_text` (None: no cap, no record), or None when it already does.
+    vm: vm_view of the VirtualMachine."""
+    keys = request["keys"]
+    annotations = {}
+    if not (desired == vm["desired"] or (desired is not None and vm["desired"] is not None
+                                         and quantity.same_cpu(vm["desired"], desired))):
+        annotations[keys["desired"]] = desired
+    if not _same_record(record_text, vm["record_text"]):
+        annotations[keys["record"]] = record_text
+    return {"metadata": {"annotations": annotations}} if annotations else None
+
+
+def kept_state(view, request, desire):
+    """(desired cap, record text) the VMI holds once `desire` (its
+    desire_patch, or None) is written: what the VirtualMachine keeps."""
+    written = (desire or {}).get("metadata", {}).get("annotations") or {}
+    return (written.get(request["keys"]["desired"], view["desired"]),
+            written.get(request["keys"]["record"], view["record_text"]))
 
 
 def applied_record(pod, cpus, time):
@@ -344,16 +435,21 @@ def state_view(view, pod):
     current = pod_view(pod) if pod is not None else None
     return {"desired": view["desired"], "applied": view["applied"], "throttle": view["record"],
             "pod": current["name"] if current else None,
-            "compute_cpu_limit": current["limit_text"] if current else None}
+            "compute_cpu_limit": current["limit_text"] if current else None,
+            "vm_desired": (view["vm"] or {}).get("desired")}
 
 
-def after_view(before, view, pod, cpus, request, desire, applied):
+def after_view(before, view, pod, cpus, request, desire, applied, kept=None):
+    """`before` with what the patches wrote (kept: the VirtualMachine's)."""
     after = copy.deepcopy(before)
     keys = request["keys"]
     for patch in (desire, applied):
         for key, value in ((patch or {}).get("metadata", {}).get("annotations") or {}).items():
             field = {keys["desired"]: "desired", keys["applied"]: "applied", keys["record"]: "throttle"}[key]
             after[field] = value if field == "desired" or value is None else json.loads(value)
+    kept_annotations = (kept or {}).get("metadata", {}).get("annotations") or {}
+    if keys["desired"] in kept_annotations:
+        after["vm_desired"] = kept_annotations[keys["desired"]]
     if pod is not None and cpus is not None:
         after["compute_cpu_limit"] = before["compute_cpu_limit"] if (
             before["compute_cpu_limit"] is not None and quantity.same_cpu(before["compute_cpu_limit"], cpus)) \
@@ -362,14 +458,15 @@ def after_view(before, view, pod, cpus, request, desire, applied):
 
 
 def event(view, pod, event_type, reason, action, note, time, instance, suffix):
-    """An events.k8s.io/v1 Event about the VMI (and its launcher pod), named
-    as client-go's recorder names them (<object>.<unique hex suffix>)."""
+    """An events.k8s.io/v1 Event about the VMI (or, when none runs, the
+    VirtualMachine) and its launcher pod, named as client-go's recorder names
+    them (<object>.<unique hex suffix>)."""
     body = {
         "apiVersion": "events.k8s.io/v1", "kind": "Event",
         "metadata": {"name": "%s.%s" % (view["vmi"], suffix), "namespace": view["namespace"]},
         "eventTime": time, "reportingController": REPORTING_CONTROLLER, "reportingInstance": instance[:128],
         "action": action, "reason": reason, "type": event_type, "note": note[:NOTE_LIMIT],
-        "regarding": {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "namespace": view["namespace"],
+        "regarding": {"apiVersion": "kubevirt.io/v1", "kind": view["kind"], "namespace": view["namespace"],
                       "name": view["vmi"], "uid": view["uid"]},
     }
     if pod is not None:

@@ -34,26 +34,60 @@ class Fleet(object):
         self.events_api = client.EventsV1Api(api_client)
         self.run = uuid.uuid4().hex[:8]
         self.selector = "%s=%s" % (RUN_LABEL, self.run)
-        self.vmis, self.pods = [], []
+        self.vmis, self.pods, self.vms = [], [], []
         # name -> the compute resources KubeVirt derives from the VM (a new pod gets them again).
         self.template = {}
 
     def vmi(self, cores=4, limits=None, requests=None, labels=None, dedicated=False, node="lab-node-a",
-            running=True):
+            running=True, vm=False):
         """A Running VMI and its Running launcher pod (compute container with
-        the given CPU requests/limits); returns the VMI name."""
+        the given CPU requests/limits); returns the VMI name. vm: the VMI is
+        one a VirtualMachine of the same name started, and is owned by it."""
         name = "oc-it-cpu-%s-%d" % (self.run, len(self.vmis))
         cpu = {"cores": cores}
         if dedicated:
             cpu["dedicatedCpuPlacement"] = True
-        vmi = self.custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", {
-            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
-            "metadata": {"name": name, "labels": dict(labels or {}, **{RUN_LABEL: self.run})},
-            "spec": {"domain": {"cpu": cpu, "memory": {"guest": "1Gi"}, "devices": {}}}})
+        domain = {"cpu": cpu, "memory": {"guest": "1Gi"}, "devices": {}}
+        self.template[name] = {"limits": limits, "requests": requests, "domain": domain, "labels": labels,
+                               "node": node, "owner": None}
+        if vm:
+            created = self.custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachines", {
+                "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                "metadata": {"name": name, "labels": {RUN_LABEL: self.run}},
+                "spec": {"runStrategy": "Always", "template": {"spec": {"domain": domain}}}})
+            self.vms.append(name)
+            self.template[name]["owner"] = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": name,
+                                            "uid": created["metadata"]["uid"], "controller": True,
+                                            "blockOwnerDeletion": True}
         self.vmis.append(name)
-        self.template[name] = {"limits": limits, "requests": requests}
-        self.launcher(name, vmi["metadata"]["uid"], limits=limits, requests=requests, node=node, running=running)
+        self.start(name, running=running)
         return name
+
+    def start(self, name, running=True):
+        """What starting a VM makes: a new VMI (its VM's owner reference, a new
+        uid, no annotations) and a launcher pod with the template's resources."""
+        template = self.template[name]
+        metadata = {"name": name, "labels": dict(template["labels"] or {}, **{RUN_LABEL: self.run})}
+        if template["owner"]:
+            metadata["ownerReferences"] = [template["owner"]]
+        vmi = self.custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", {
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "metadata": metadata,
+            "spec": {"domain": template["domain"]}})
+        self.launcher(name, vmi["metadata"]["uid"], limits=template["limits"], requests=template["requests"],
+                      node=template["node"], running=running)
+
+    def stop(self, name):
+        """What stopping a VM leaves: the VirtualMachine, without VMI or pod."""
+        self.delete_pod(self.pod_of(name).metadata.name)
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name)
+
+    def restart(self, name):
+        self.stop(name)
+        self.start(name)
+
+    def vm_annotations(self, name):
+        vm = self.custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachines", name)
+        return vm["metadata"].get("annotations") or {}
 
     def launcher(self, name, vmi_uid, limits=None, requests=None, node="lab-node-a", running=True):
         """A virt-launcher pod for the VMI, which then reports it as its one
@@ -110,9 +144,9 @@ class Fleet(object):
     def compute_limits(self, name):
         return self.pod_of(name).spec.containers[0].resources.limits
 
-    def events(self, name):
+    def events(self, name, kind="VirtualMachineInstance"):
         found = self.events_api.list_namespaced_event(
-            NAMESPACE, field_selector="regarding.name=%s,regarding.kind=VirtualMachineInstance" % name).items
+            NAMESPACE, field_selector="regarding.name=%s,regarding.kind=%s" % (name, kind)).items
         return [(e.type, e.reason, e.note) for e in sorted(found, key=lambda e: e.event_time)]
 
     def delete_pod(self, pod_name):
@@ -128,7 +162,12 @@ class Fleet(object):
                 if exc.status != 404:
                     raise
         for name in self.vmis:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name)
+            for plural in ("virtualmachineinstances",) + (("virtualmachines",) if name in self.vms else ()):
+                try:
+                    self.custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, plural, name)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
             for event in self.events_api.list_namespaced_event(NAMESPACE, field_selector="regarding.name=" + name).items:
                 self.events_api.delete_namespaced_event(event.metadata.name, NAMESPACE)
 
@@ -231,6 +270,67 @@ def test_a_migration_loses_the_cap_and_reconcile_applies_it_again(run_as, fleet)
     assert again["changed"] is False, again
 
 
+def test_a_restart_loses_the_vmi_and_reconcile_applies_the_cap_its_vm_kept(run_as, fleet):
+    name = fleet.vmi(cores=4, limits={"cpu": "4"}, vm=True)
+    assert not brake(run_as, [name], cpus="1500m", reason="INC-7", requested_by="ops").get("failed")
+    record = json.loads(fleet.annotations(name)[RECORD])
+    kept = fleet.vm_annotations(name)
+    assert kept[DESIRED] == "1500m" and json.loads(kept[RECORD]) == record and record["previous"] == "4"
+    first_uid = fleet.read(name)["metadata"]["uid"]
+
+    fleet.restart(name)
+    assert fleet.read(name)["metadata"]["uid"] != first_uid
+    assert not any(key.startswith(PREFIX) for key in fleet.annotations(name))
+    assert fleet.compute_limits(name) == {"cpu": "4"}
+
+    result = run_as("admin", "kubevirt_vm_cpu_limit", {"label_selector": fleet.selector, "state": "reconciled"},
+                    diff=True)
+    assert not result.get("failed") and result["changed"] is True, result
+    new_pod = fleet.pod_of(name).metadata.name
+    assert result["vms"][0]["before"]["vm_desired"] == "1500m" and result["vms"][0]["after"]["desired"] == "1500m"
+    assert fleet.compute_limits(name) == {"cpu": "1500m"}
+    annotations = fleet.annotations(name)
+    # The new VMI carries the cap and the original record (the limit before the first throttle).
+    assert annotations[DESIRED] == "1500m" and json.loads(annotations[RECORD]) == record
+    assert json.loads(annotations[APPLIED])["pod"] == new_pod
+    assert fleet.events(name)[-1] == (
+        "Normal", "CPULimitApplied",
+        "compute CPU limit of pod %s set to 1500m (was 4); re-applied the desired cap" % new_pod)
+    again = run_as("admin", "kubevirt_vm_cpu_limit", {"label_selector": fleet.selector, "state": "reconciled"})
+    assert again["changed"] is False, again
+
+    restored = brake(run_as, [name], state="restored")
+    assert not restored.get("failed") and restored["changed"] is True, restored
+    assert fleet.compute_limits(name) == {"cpu": "4"}
+    assert DESIRED not in fleet.vm_annotations(name) and RECORD not in fleet.vm_annotations(name)
+    assert DESIRED not in fleet.annotations(name) and RECORD not in fleet.annotations(name)
+    fleet.restart(name)
+    after_restore = run_as("admin", "kubevirt_vm_cpu_limit", {"label_selector": fleet.selector, "state": "reconciled"})
+    assert after_restore["changed"] is False and fleet.compute_limits(name) == {"cpu": "4"}, after_restore
+
+
+def test_restore_of_a_stopped_vm_lifts_the_cap_it_would_start_with(run_as, fleet):
+    name = fleet.vmi(cores=2, vm=True)
+    assert not brake(run_as, [name], cpus="1", reason="INC-8").get("failed")
+    fleet.stop(name)
+
+    refused = brake(run_as, [name], cpus="1", reason="INC-8 again")
+    assert refused["failed"] is True and "is not running" in refused["vms"][0]["msg"], refused
+    result = brake(run_as, [name], state="restored", diff=True)
+    assert not result.get("failed") and result["changed"] is True, result
+    assert result["vms"][0]["before"]["vm_desired"] == "1" and result["vms"][0]["after"]["vm_desired"] is None
+    assert DESIRED not in fleet.vm_annotations(name) and RECORD not in fleet.vm_annotations(name)
+    assert fleet.events(name, kind="VirtualMachine") == [
+        ("Normal", "CPULimitRestored", "cap lifted from VirtualMachine %s, which is not running" % name)]
+    again = brake(run_as, [name], state="restored")
+    assert again["changed"] is False and again["vms"][0]["msg"] == "never throttled", again
+
+    # Started again, the VM is not braked.
+    fleet.start(name)
+    reconciled = brake(run_as, [name], state="reconciled")
+    assert reconciled["changed"] is False and fleet.compute_limits(name) is None, reconciled
+
+
 def test_reconcile_applies_a_cap_a_person_annotated(run_as, fleet):
     name = fleet.vmi(cores=4, limits={"cpu": "4"})
     fleet.custom.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
@@ -329,12 +429,16 @@ def test_bad_input_is_refused_before_any_api_call(lab):
 
 
 def test_the_shipped_role_is_enough_and_an_unbound_identity_is_told_why(run_as, fleet):
-    name = fleet.vmi(cores=4)
+    name = fleet.vmi(cores=4, vm=True)
     operator = brake(run_as, [name], identity="operator", cpus="2", reason="least privilege")
     assert not operator.get("failed"), operator
     assert fleet.compute_limits(name) == {"cpu": "2"}
     assert fleet.events(name)[-1][:2] == ("Normal", "CPULimitApplied")
     fleet.migrate(name)
+    reconciled = run_as("operator", "kubevirt_vm_cpu_limit", {"namespace": NAMESPACE, "state": "reconciled",
+                                                              "label_selector": fleet.selector})
+    assert not reconciled.get("failed") and fleet.compute_limits(name) == {"cpu": "2"}, reconciled
+    fleet.restart(name)
     reconciled = run_as("operator", "kubevirt_vm_cpu_limit", {"namespace": NAMESPACE, "state": "reconciled",
                                                               "label_selector": fleet.selector})
     assert not reconciled.get("failed") and fleet.compute_limits(name) == {"cpu": "2"}, reconciled

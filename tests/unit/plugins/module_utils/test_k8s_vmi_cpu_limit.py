@@ -38,6 +38,12 @@ def pod(uid="pod-uid-1", requests=None, limits=None, phase="Running", node="node
             "status": status}
 
 
+def virtual_machine(annotations=None, labels=None):
+    """A VirtualMachine's metadata, as a metadata-only list returns it."""
+    return {"metadata": {"name": "web-1", "namespace": "lab", "uid": "vm-uid", "resourceVersion": "5",
+                         "annotations": annotations or {}, "labels": labels or {}}}
+
+
 def view(obj, req=None):
     return brake.vmi_view(obj, (req or request())["keys"])
 
@@ -126,7 +132,8 @@ def test_refusals_name_their_reason():
     with pytest.raises(brake.LimitRefusal, match="its class is dedicated"):
         brake.target(view(vmi(labels={PREFIX + "class": "dedicated"})), pod(), req)
     with pytest.raises(brake.LimitRefusal, match="its class is dedicated"):
-        brake.target(brake.vmi_view(vmi(), req["keys"], {PREFIX + "class": "dedicated"}), pod(), req)
+        brake.target(brake.vmi_view(vmi(), req["keys"], virtual_machine(labels={PREFIX + "class": "dedicated"})),
+                     pod(), req)
     with pytest.raises(brake.LimitRefusal, match="realtime"):
         brake.target(view(vmi(realtime={})), pod(), req)
     with pytest.raises(brake.LimitRefusal, match="under the shared floor of 2 CPUs"):
@@ -188,3 +195,74 @@ def test_after_view_and_event_body():
     assert body["metadata"]["name"] == "web-1.ab" and len(body["note"]) == brake.NOTE_LIMIT
     assert len(body["reportingInstance"]) == 128
     assert body["regarding"]["kind"] == "VirtualMachineInstance" and body["related"]["kind"] == "Pod"
+
+
+def test_the_owning_virtual_machine_is_the_controller_owner():
+    owned = vmi()
+    owned["metadata"]["ownerReferences"] = [
+        {"kind": "Other", "name": "x", "controller": True},
+        {"kind": "VirtualMachine", "name": "web-1", "controller": True}]
+    assert brake.owning_vm(owned) == "web-1"
+    assert brake.owning_vm(vmi()) is None
+    owned["metadata"]["ownerReferences"][1]["controller"] = False
+    assert brake.owning_vm(owned) is None
+
+
+def test_a_restart_reconciles_the_cap_the_virtual_machine_kept():
+    """A restart makes a new VMI without annotations; its VM still has the
+    cap and the record of the limit before the first throttle."""
+    record = json.dumps(dict(FIELDS, previous="4"), sort_keys=True)
+    kept = virtual_machine(annotations={PREFIX + "cpu-limit": "1500m", PREFIX + "cpu-limit-throttle": record})
+    req = request(state="reconciled", cpus=None)
+    restarted = brake.vmi_view(vmi(), req["keys"], kept)
+    launcher = pod(limits={"cpu": "4"})
+    assert brake.target(restarted, launcher, req) == (1.5, "reconcile")
+    desire = brake.desire_patch(restarted, launcher, 1.5, req, dict(FIELDS, reason="ignored"))
+    # The VM's record is carried over as it is: the limit before the first throttle, why, who.
+    assert desire == {"metadata": {"annotations": {PREFIX + "cpu-limit": "1500m",
+                                                   PREFIX + "cpu-limit-throttle": record}}}
+    assert brake.kept_state(restarted, req, desire) == ("1500m", record)
+    assert brake.vm_patch(restarted["vm"], req, "1500m", record) is None
+    # Without a VM (or a VM without a cap) there is nothing to reconcile.
+    assert brake.target(brake.vmi_view(vmi(), req["keys"], virtual_machine()), launcher, req) == (None, None)
+    # A forced cap stays forced across the restart.
+    forced = virtual_machine(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
+        dict(FIELDS, previous=None, forced=True))})
+    assert brake.target(brake.vmi_view(vmi(cores=8), req["keys"], forced), pod(), req) == (1.0, "reconcile")
+
+
+def test_a_throttle_keeps_a_copy_on_the_virtual_machine_and_restore_clears_it():
+    req = request(cpus="2")
+    current = brake.vmi_view(vmi(), req["keys"], virtual_machine())
+    launcher = pod(limits={"cpu": "4"})
+    desire = brake.desire_patch(current, launcher, 2.0, req, FIELDS)
+    desired, record_text = brake.kept_state(current, req, desire)
+    assert desired == "2" and json.loads(record_text)["previous"] == "4"
+    assert brake.vm_patch(current["vm"], req, desired, record_text) == {
+        "metadata": {"annotations": {PREFIX + "cpu-limit": "2", PREFIX + "cpu-limit-throttle": record_text}}}
+    # The same cap in another spelling, the same record in another key order: nothing to write.
+    same = virtual_machine(annotations={PREFIX + "cpu-limit": "2000m", PREFIX + "cpu-limit-throttle": json.dumps(
+        json.loads(record_text), sort_keys=False, indent=1)})
+    assert brake.vm_patch(brake.vm_view(same, req["keys"]), req, desired, record_text) is None
+    # A later throttle of a restarted VMI keeps the limit from before the first throttle.
+    restarted = brake.vmi_view(vmi(), req["keys"], same)
+    later = brake.desire_patch(restarted, pod(limits={"cpu": "4"}), 1.0, request(cpus="1"), FIELDS)
+    assert json.loads(later["metadata"]["annotations"][PREFIX + "cpu-limit-throttle"])["previous"] == "4"
+
+    restore = request(state="restored", cpus=None)
+    restarted = brake.vmi_view(vmi(), restore["keys"], same)
+    # The VM's record says the limit before the first throttle: restore sets it back.
+    assert brake.target(restarted, pod(limits={"cpu": "2"}), restore) == (4.0, "restore")
+    assert brake.vm_patch(restarted["vm"], restore, None, None) == {
+        "metadata": {"annotations": {PREFIX + "cpu-limit": None, PREFIX + "cpu-limit-throttle": None}}}
+    assert brake.vm_patch(brake.vm_view(virtual_machine(), restore["keys"]), restore, None, None) is None
+
+
+def test_a_stopped_virtual_machine_is_named_in_results_and_events():
+    req = request(state="restored", cpus=None)
+    stopped = brake.stopped_vm_view(virtual_machine(annotations={PREFIX + "cpu-limit": "1"}), req["keys"])
+    assert stopped["name"] == "lab/web-1" and stopped["desired"] == "1" and stopped["vm"]["name"] == "web-1"
+    body = brake.event(stopped, None, "Normal", "CPULimitRestored", "Restore", "lifted", "t", "h", "ab")
+    assert body["regarding"] == {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "namespace": "lab",
+                                 "name": "web-1", "uid": "vm-uid"}
+    assert "related" not in body
