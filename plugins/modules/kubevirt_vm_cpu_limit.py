@@ -26,7 +26,9 @@ description:
   - A new launcher pod (live migration, or a restart, which also makes a new VMI) starts with the limit of the VM's
     template, losing the cap. O(state=reconciled) finds the VMIs whose desired cap (their own, or after a restart
     their VirtualMachine's) and launcher pod differ, writes the cap onto a new VMI and applies it again; run it on a
-    schedule or from an event (role C(overcommit.control.kubevirt_cpu_reconcile)).
+    schedule or from an event (role C(overcommit.control.kubevirt_cpu_reconcile)). A cap annotated on a VMI by hand
+    is applied the same way; when it is removed from the VMI by hand, the reconcile removes the VirtualMachine's
+    copy too.
   - A limit can never be removed from a pod. O(state=restored) sets the limit back to what it was before the first
     throttle; when the pod had none, it raises the limit to the VM's vCPU count plus O(headroom). Then it removes the
     desired cap and the record, from the VirtualMachine too. A VMI without a running launcher pod only loses the

@@ -141,7 +141,13 @@ class CpuLimitRunner(object):
             result["before"] = before
             cpus, action = brake.target(view, pod, self.request)
             if action is None:
-                result.update(after=before, msg="no cap desired" if self.request["state"] == brake.RECONCILED
+                kept = None
+                if self.request["state"] == brake.RECONCILED and brake.stale_vm_copy(view):
+                    # Lifted on the VMI by hand: the VM's copy must not bring the cap back after a restart.
+                    kept = self.keep_on_vm(view, vm, None, view["vm"]["record_text"])
+                result.update(changed=kept is not None,
+                              after=brake.after_view(before, view, pod, None, self.request, None, None, kept),
+                              msg="no cap desired" if self.request["state"] == brake.RECONCILED
                               else "never throttled")
                 return result
             changes = self.write(view, vmi, vm, pod, cpus, action)

@@ -151,16 +151,25 @@ def vmi_view(vmi, keys, vm=None):
         "record": _json(annotations.get(keys["record"])) if keys["record"] in annotations else None,
         "record_text": annotations.get(keys["record"]),
         "has_record": keys["record"] in annotations,
+        # None of the brake's annotations: a VMI made since the cap was set (a restart).
+        "fresh": not any(keys[key] in annotations for key in ("desired", "applied", "record")),
         "vm": owner,
     }
 
 
 def wanted_desired(view):
-    """The desired cap text: the VMI's own, else (a VMI a restart made) the
-    copy its VirtualMachine kept."""
-    if view["desired"] is not None:
+    """The desired cap text: the VMI's own, else, for a VMI a restart made,
+    the copy its VirtualMachine kept. A VMI whose cap was lifted by hand
+    does not take it back from the VM."""
+    if view["desired"] is not None or not view["fresh"]:
         return view["desired"]
     return (view["vm"] or {}).get("desired")
+
+
+def stale_vm_copy(view):
+    """Whether the VirtualMachine still keeps a cap the VMI no longer has
+    (lifted by hand): it would come back after a restart."""
+    return view["vm"] is not None and view["vm"]["desired"] is not None and wanted_desired(view) is None
 
 
 def earlier_record(view):

@@ -331,14 +331,25 @@ def test_restore_of_a_stopped_vm_lifts_the_cap_it_would_start_with(run_as, fleet
     assert reconciled["changed"] is False and fleet.compute_limits(name) is None, reconciled
 
 
-def test_reconcile_applies_a_cap_a_person_annotated(run_as, fleet):
-    name = fleet.vmi(cores=4, limits={"cpu": "4"})
+def test_reconcile_follows_a_cap_a_person_annotated_or_removed(run_as, fleet):
+    name = fleet.vmi(cores=4, limits={"cpu": "4"}, vm=True)
     fleet.custom.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
                                                 {"metadata": {"annotations": {DESIRED: "3"}}})
     result = brake(run_as, [name], state="reconciled")
     assert not result.get("failed") and result["changed"] is True, result
     assert fleet.compute_limits(name) == {"cpu": "3"}
     assert json.loads(fleet.annotations(name)[RECORD])["previous"] == "4"
+    assert fleet.vm_annotations(name)[DESIRED] == "3"
+
+    # Removed by hand from the VMI: the VM's copy goes too, so a restart does not bring the cap back.
+    fleet.custom.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
+                                                {"metadata": {"annotations": {DESIRED: None}}})
+    lifted = brake(run_as, [name], state="reconciled")
+    assert not lifted.get("failed") and lifted["changed"] is True, lifted
+    assert lifted["vms"][0]["after"]["vm_desired"] is None and DESIRED not in fleet.vm_annotations(name)
+    fleet.restart(name)
+    restarted = brake(run_as, [name], state="reconciled")
+    assert restarted["changed"] is False and fleet.compute_limits(name) == {"cpu": "4"}, restarted
 
 
 def test_restore_returns_the_limit_before_the_first_throttle(run_as, fleet):

@@ -225,6 +225,12 @@ def test_a_restart_reconciles_the_cap_the_virtual_machine_kept():
     assert brake.vm_patch(restarted["vm"], req, "1500m", record) is None
     # Without a VM (or a VM without a cap) there is nothing to reconcile.
     assert brake.target(brake.vmi_view(vmi(), req["keys"], virtual_machine()), launcher, req) == (None, None)
+    # A VMI that had the cap and lost its desired annotation by hand does not take it back from the VM.
+    lifted = brake.vmi_view(vmi(annotations={PREFIX + "cpu-limit-throttle": record}), req["keys"], kept)
+    assert brake.target(lifted, launcher, req) == (None, None)
+    assert brake.stale_vm_copy(lifted) and not brake.stale_vm_copy(restarted)
+    assert brake.vm_patch(lifted["vm"], req, None, lifted["vm"]["record_text"]) == {
+        "metadata": {"annotations": {PREFIX + "cpu-limit": None}}}
     # A forced cap stays forced across the restart.
     forced = virtual_machine(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous=None, forced=True))})
