@@ -5,8 +5,8 @@
 VMs over one connection: one list of the launcher pods and one of the
 VirtualMachines' metadata for the whole task, then per VMI the desired cap on
 the VMI and its VM, the resize of its launcher pod, the applied record, and
-an Event. One VMI failing
-is reported (and announced by a Warning Event) and the others go on."""
+an Event. One VMI failing is reported (and announced by a Warning Event) and
+the others go on."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -185,7 +185,7 @@ class CpuLimitRunner(object):
         """The writes, in an order that a failure half-way leaves repairable:
         a throttle records the desired cap (on the VMI, then on its VM) before
         the resize, so a reconcile finishes it; a restore raises the limit
-        before the desire goes."""
+        before the desire goes (from the VM, then the VMI)."""
         namespace, name, keys = view["namespace"], view["vmi"], self.request["keys"]
         vmi_path = namespaced_path(namespace, "virtualmachineinstances", name)
         changes = {"desire": None, "kept": None, "resized": None, "applied": None}

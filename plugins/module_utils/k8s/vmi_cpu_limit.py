@@ -342,7 +342,7 @@ def target(view, pod, request):
     """(CPUs the compute limit should have, or None: nothing to set; the
     action). Raises LimitRefusal."""
     if request["state"] == RESTORED:
-        if wanted_desired(view) is None and not earlier_record(view)[0]:
+        if wanted_desired(view) is None and not earlier_record(view)[0] and not stale_vm_copy(view):
             return None, None
         limit = pod_view(pod)["cpu_limit"] if pod is not None else None
         if limit is None:
