@@ -85,9 +85,11 @@ class Fleet(object):
         self.stop(name)
         self.start(name)
 
+    def read_vm(self, name):
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachines", name)
+
     def vm_annotations(self, name):
-        vm = self.custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachines", name)
-        return vm["metadata"].get("annotations") or {}
+        return self.read_vm(name)["metadata"].get("annotations") or {}
 
     def launcher(self, name, vmi_uid, limits=None, requests=None, node="lab-node-a", running=True):
         """A virt-launcher pod for the VMI, which then reports it as its one
@@ -272,10 +274,13 @@ def test_a_migration_loses_the_cap_and_reconcile_applies_it_again(run_as, fleet)
 
 def test_a_restart_loses_the_vmi_and_reconcile_applies_the_cap_its_vm_kept(run_as, fleet):
     name = fleet.vmi(cores=4, limits={"cpu": "4"}, vm=True)
+    generation = fleet.read_vm(name)["metadata"]["generation"]
     assert not brake(run_as, [name], cpus="1500m", reason="INC-7", requested_by="ops").get("failed")
     record = json.loads(fleet.annotations(name)[RECORD])
     kept = fleet.vm_annotations(name)
     assert kept[DESIRED] == "1500m" and json.loads(kept[RECORD]) == record and record["previous"] == "4"
+    # Metadata only: the VM's spec generation stays, so nothing marks it RestartRequired.
+    assert fleet.read_vm(name)["metadata"]["generation"] == generation
     first_uid = fleet.read(name)["metadata"]["uid"]
 
     fleet.restart(name)
