@@ -114,17 +114,13 @@ effective:
            vm_rollout_strategy: LiveUpdate}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import kubevirt, kubevirt_config
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
-    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            auth_argument_spec(),
+    module = K8sModule(
+        dict(
             namespace=dict(type="str"),
             name=dict(type="str"),
             cpu_allocation_ratio=dict(type="int"),
@@ -134,20 +130,10 @@ def main():
             vm_rollout_strategy=dict(type="str", choices=list(kubevirt_config.ROLLOUT_STRATEGIES)),
         ),
         mutually_exclusive=[("auto_cpu_limit_namespace_selector", "clear_auto_cpu_limit_namespace_selector")],
-        supports_check_mode=True,
     )
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"))
-    try:
-        wanted = kubevirt_config.check_wanted(module.params)
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    try:
-        client = K8sClient(module.params, dry_run=module.check_mode)
-        result = kubevirt.configure(client, module.params["namespace"], module.params["name"], wanted)
-    except K8sClientError as exc:
-        module.fail_json(msg=str(exc))
-    client.close()
+    wanted = module.checked(kubevirt_config.check_wanted)
+    result = module.with_client(
+        lambda client: kubevirt.configure(client, module.params["namespace"], module.params["name"], wanted))
     if module._diff and result["changed"]:
         result["diff"] = {"before": result["before"], "after": result["after"]}
     module.exit_json(**result)

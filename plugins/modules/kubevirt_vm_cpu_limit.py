@@ -204,29 +204,19 @@ summary:
   type: dict
 """
 
-import getpass
 import socket
-from datetime import datetime, timezone
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock, record_fields
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
-    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
-
-
-def clock():
-    now = datetime.now(timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ"), now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            auth_argument_spec(),
+    module = K8sModule(
+        dict(
             namespace=dict(type="str"),
             names=dict(type="list", elements="str", default=[]),
             label_selector=dict(type="str"),
@@ -239,23 +229,12 @@ def main():
             force=dict(type="bool", default=False),
             prefix=dict(type="str", default=DEFAULT_PREFIX),
         ),
-        supports_check_mode=True,
+        failed={"vms": []},
     )
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"))
-    try:
-        request = vmi_cpu_limit.check_request(module.params)
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field, vms=[])
-    record_fields = {"reason": module.params["reason"], "by": module.params["requested_by"] or getpass.getuser(),
-                     "time": clock()[0]}
-    try:
-        client = K8sClient(module.params, dry_run=module.check_mode)
-        results = CpuLimitRunner(client, request, record_fields, clock, socket.gethostname()).run(
-            module.params["namespace"], module.params["names"], module.params["label_selector"])
-    except K8sClientError as exc:
-        module.fail_json(msg=str(exc), vms=[])
-    client.close()
+    request = module.checked(vmi_cpu_limit.check_request)
+    runner_args = (request, record_fields(module.params), clock, socket.gethostname())
+    results = module.with_client(lambda client: CpuLimitRunner(client, *runner_args).run(
+        module.params["namespace"], module.params["names"], module.params["label_selector"]))
     exit_fleet(module, results, "VMI", "vms")
 
 

@@ -205,21 +205,17 @@ risky:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_resources
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
-    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import VmResourcesRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            auth_argument_spec(),
+    module = K8sModule(
+        dict(
             namespace=dict(type="str"),
             names=dict(type="list", elements="str", default=[]),
             label_selector=dict(type="str"),
@@ -236,21 +232,11 @@ def main():
             prefix=dict(type="str", default=DEFAULT_PREFIX),
         ),
         required_one_of=[("names", "label_selector")],
-        supports_check_mode=True,
+        failed={"vms": []},
     )
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"))
-    try:
-        request = vm_resources.check_request(module.params)
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    try:
-        client = K8sClient(module.params, dry_run=module.check_mode)
-        results = VmResourcesRunner(client, request).run(module.params["namespace"], module.params["names"],
-                                                         module.params["label_selector"])
-    except K8sClientError as exc:
-        module.fail_json(msg=str(exc), vms=[])
-    client.close()
+    request = module.checked(vm_resources.check_request)
+    results = module.with_client(lambda client: VmResourcesRunner(client, request).run(
+        module.params["namespace"], module.params["names"], module.params["label_selector"]))
     extra = {"risky": [r["name"] for r in results if r.get("risky")]} if request["mode"] == "audit" else {}
     exit_fleet(module, results, "VM", "vms", **extra)
 

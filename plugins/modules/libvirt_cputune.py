@@ -218,11 +218,9 @@ domains:
       after: {live: {global_period: 100000, global_quota: 200000}, throttle: {reason: INC-4211}}
 """
 
-import getpass
-from datetime import datetime, timezone
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
@@ -261,8 +259,8 @@ def main():
     except LibvirtClientError as exc:
         module.fail_json(msg="cannot connect to %s: %s" % (module.params["uri"], exc))
     runner = CpuTuneRunner(client, module.params, module.check_mode,
-                           now=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                           requested_by=module.params["requested_by"] or getpass.getuser())
+                           now=utc_now(),
+                           requested_by=requester(module.params))
     try:
         runner.validate()
     except ValueRangeError as exc:

@@ -198,23 +198,17 @@ fleet:
   sample: {nodes: 40, closed_before: 2, closed_after: 4, max_gated_share: 0.5, max_closed: 20}
 """
 
-import getpass
-from datetime import datetime, timezone
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import record_fields
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.admission import AdmissionRunner
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
-    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            auth_argument_spec(),
+    module = K8sModule(
+        dict(
             names=dict(type="list", elements="str", default=[], aliases=["nodes"]),
             label_selector=dict(type="str"),
             state=dict(type="str", default="gated", choices=list(gate.STATES)),
@@ -233,23 +227,14 @@ def main():
             force=dict(type="bool", default=False),
         ),
         required_one_of=[("names", "label_selector")],
-        supports_check_mode=True,
+        failed={"nodes": []},
     )
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"))
-    try:
-        request = gate.check_request(module.params)
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    record_fields = {"reason": module.params["reason"], "by": module.params["requested_by"] or getpass.getuser(),
-                     "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    try:
-        client = K8sClient(module.params, dry_run=module.check_mode)
-        results, fleet = AdmissionRunner(client, request, record_fields).run(
-            module.params["names"], module.params["label_selector"])
-    except (K8sClientError, gate.GateRefusal) as exc:
-        module.fail_json(msg=str(exc), nodes=[])
-    client.close()
+    request = module.checked(gate.check_request)
+    fields = record_fields(module.params)
+    results, fleet = module.with_client(
+        lambda client: AdmissionRunner(client, request, fields).run(module.params["names"],
+                                                                    module.params["label_selector"]),
+        refusals=(gate.GateRefusal,))
     exit_fleet(module, results, "node", "nodes", **({"fleet": fleet} if fleet else {}))
 
 

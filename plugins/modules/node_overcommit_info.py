@@ -138,38 +138,22 @@ nodes_not_found:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
-    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.node_report import gather
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            auth_argument_spec(),
+    module = K8sModule(
+        dict(
             names=dict(type="list", elements="str", default=[], aliases=["nodes"]),
             label_selector=dict(type="str"),
             prefix=dict(type="str", default=metadata.DEFAULT_PREFIX),
         ),
-        supports_check_mode=True,
     )
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"))
-    client = None
-    try:
-        prefix = metadata.check_prefix(module.params["prefix"])
-        client = K8sClient(module.params)
-        report = gather(client, module.params["names"], module.params["label_selector"], prefix)
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    except K8sClientError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if client is not None:
-            client.close()
+    prefix = module.checked(lambda params: metadata.check_prefix(params["prefix"]))
+    report = module.with_client(
+        lambda client: gather(client, module.params["names"], module.params["label_selector"], prefix))
     module.exit_json(changed=False, **report)
 
 

@@ -237,11 +237,9 @@ vms:
               record: {v: 1, prior: {cpu.reservation: 0}, by: ops, at: "2026-01-01T00:00:00Z"}}
 """
 
-import getpass
-from datetime import datetime, timezone
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
     HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.inventory import SelectorError
@@ -283,8 +281,8 @@ def main():
     if not HAS_PYVMOMI:
         module.fail_json(msg=missing_required_lib("pyVmomi"))
     runner = ReservationRunner(None, module.params, module.check_mode,
-                               now=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                               requested_by=module.params["requested_by"] or getpass.getuser())
+                               now=utc_now(),
+                               requested_by=requester(module.params))
     try:
         runner.validate()
     except ReservationError as exc:

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who asked for a change, and when: the fields every record of a throttle,
+gate or reservation keeps on the object it changed."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import getpass
+from datetime import datetime, timezone
+
+
+def clock():
+    """Now in UTC, RFC 3339: (to the second, for records; to the
+    microsecond, for Kubernetes Event times)."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ"), now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def utc_now():
+    return clock()[0]
+
+
+def requester(params):
+    """The task's requested_by, else the user running the module."""
+    return params.get("requested_by") or getpass.getuser()
+
+
+def record_fields(params):
+    """reason, by and time of a change the task makes."""
+    return {"reason": params.get("reason"), "by": requester(params), "time": utc_now()}

@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The AnsibleModule of the collection's Kubernetes modules: the connection
+options, the kubernetes library check, option checks that fail naming the
+field, and one client per task whose API errors fail the task."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
+    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
+
+
+class K8sModule(AnsibleModule):
+    """argument_spec: the module's own options (the connection's are added).
+    failed: what a failed task returns besides msg (e.g. an empty result list)."""
+
+    def __init__(self, argument_spec, failed=None, **kwargs):
+        spec = auth_argument_spec()
+        spec.update(argument_spec)
+        super(K8sModule, self).__init__(argument_spec=spec, supports_check_mode=True, **kwargs)
+        self.failed = failed or {}
+        if not HAS_KUBERNETES:
+            self.fail_json(msg=missing_required_lib("kubernetes"))
+
+    def checked(self, check):
+        """check(params), or the task fails naming the field before any API call."""
+        try:
+            return check(self.params)
+        except ValueRangeError as exc:
+            self.fail_json(msg=str(exc), field=exc.field, **self.failed)
+
+    def with_client(self, work, refusals=()):
+        """work(client) over one connection, closed afterwards; in check mode
+        every write is a server-side dry run. An API error, a value the API
+        returned out of range (naming the field), or one of `refusals` fails
+        the task."""
+        client = None
+        try:
+            client = K8sClient(self.params, dry_run=self.check_mode)
+            return work(client)
+        except ValueRangeError as exc:
+            self.fail_json(msg=str(exc), field=exc.field, **self.failed)
+        except (K8sClientError,) + tuple(refusals) as exc:
+            self.fail_json(msg=str(exc), **self.failed)
+        finally:
+            if client is not None:
+                client.close()
