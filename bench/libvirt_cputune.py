@@ -19,15 +19,14 @@ idle guests named oc-lab-bench-NNN.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import libvirt
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from timing import ROOT, timed_playbook
+
 URI = "qemu:///system"
 PREFIX = "oc-lab-bench-"
 CAP_CPUS = 0.5
@@ -102,18 +101,6 @@ def playbooks(names, workdir):
     return files
 
 
-def run_playbook(path):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-               "-i", os.path.join(ROOT, "playbooks", "inventories", "lab"), path]
-    started = time.perf_counter()
-    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - started
-    if completed.returncode != 0:
-        sys.exit("%s failed:\n%s\n%s" % (path, completed.stdout[-2000:], completed.stderr[-2000:]))
-    return elapsed
-
-
 def check_quota(conn, names, expected_live):
     for name in names:
         live = conn.lookupByName(name).schedulerParametersFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE)
@@ -140,9 +127,9 @@ def main():
                 runs = []
                 for _run in range(1 if variant == "loop" else args.repeat):
                     throttle_path, restore_path = files[variant]
-                    took = run_playbook(throttle_path)
+                    took = timed_playbook(throttle_path)
                     check_quota(conn, names, int(CAP_CPUS * 100000))
-                    took += run_playbook(restore_path)
+                    took += timed_playbook(restore_path)
                     check_quota(conn, names, -1)
                     runs.append(took)
                 seconds[variant] = statistics.median(runs)

@@ -23,17 +23,15 @@ machine, so the default run takes about half an hour.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
-import yaml
 from kubernetes import client, config
 
+from timing import timed_playbook, write_play
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 TAINT = {"key": "overcommit.control/gated", "effect": "NoSchedule"}
 BENCH_LABEL = "overcommit.bench/run"
 
@@ -51,21 +49,6 @@ def task_for(variant, phase, selector, names_file, kubeconfig):
     return {"name": "plain kubernetes-client script",
             "ansible.builtin.command": {"argv": ["{{ ansible_playbook_python }}", script, phase, selector,
                                                  kubeconfig]}}
-
-
-def run_playbook(workdir, task):
-    playbook = os.path.join(workdir, "play.yml")
-    with open(playbook, "w") as handle:
-        yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-               os.path.join(ROOT, "playbooks", "inventories", "lab"), playbook]
-    started = time.monotonic()
-    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.monotonic() - started
-    if completed.returncode != 0:
-        sys.exit("playbook failed:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
-    return elapsed
 
 
 def gated_count(core, selector):
@@ -102,7 +85,8 @@ def main():
               % (len(names), selector), flush=True)
         for variant in ("module", "script", "k8s_taint"):
             for phase, expected in (("gate", len(names)), ("open", 0)):
-                seconds = run_playbook(workdir, task_for(variant, phase, selector, names_file, options.kubeconfig))
+                task = task_for(variant, phase, selector, names_file, options.kubeconfig)
+                seconds = timed_playbook(write_play(workdir, task))
                 found = gated_count(core, selector)
                 if found != expected:
                     sys.exit("%s %s left %d nodes gated, expected %d" % (variant, phase, found, expected))

@@ -38,12 +38,12 @@ import sys
 import tempfile
 import time
 
-import yaml
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
+from timing import timed_playbook, write_play
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 LAB_HOME = os.environ.get("OVERCOMMIT_LAB_HOME", os.path.expanduser("~/.cache/overcommit-lab"))
 VCSIM = os.path.join(LAB_HOME, "bin", "vcsim")
 USER, PASSWORD = "bench@vsphere.local", "bench-password"
@@ -124,21 +124,9 @@ def task_for(variant, phase, names_file):
                                                  str(memory)]}}
 
 
-def run_playbook(workdir, task, port):
-    playbook = os.path.join(workdir, "play.yml")
-    with open(playbook, "w") as handle:
-        yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
-               VMWARE_HOST="127.0.0.1", VMWARE_PORT=str(port), VMWARE_USER=USER, VMWARE_PASSWORD=PASSWORD,
-               VMWARE_VALIDATE_CERTS="false")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-               os.path.join(ROOT, "playbooks", "inventories", "lab"), playbook]
-    started = time.monotonic()
-    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.monotonic() - started
-    if completed.returncode != 0:
-        sys.exit("playbook failed:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
-    return elapsed
+def vmware_env(port):
+    return {"VMWARE_HOST": "127.0.0.1", "VMWARE_PORT": str(port), "VMWARE_USER": USER, "VMWARE_PASSWORD": PASSWORD,
+            "VMWARE_VALIDATE_CERTS": "false"}
 
 
 def check(si, names, phase, variant):
@@ -175,7 +163,8 @@ def main():
         for variant in variants:
             timings[variant] = {}
             for phase in ("set", "restore"):
-                timings[variant][phase] = run_playbook(workdir, task_for(variant, phase, names_file), port)
+                timings[variant][phase] = timed_playbook(write_play(workdir, task_for(variant, phase, names_file)),
+                                                         env=vmware_env(port))
                 check(si, names, phase, variant)
             print("  %-38s set %7.2f s  restore %7.2f s  total %7.2f s" % (
                 labels[variant], timings[variant]["set"], timings[variant]["restore"],
