@@ -10,6 +10,7 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     # Connection options shared by the Kubernetes modules, named and read from
     # the environment as in kubernetes.core.
+    # With the action group every module of the platform belongs to.
     DOCUMENTATION = r"""
 options:
   kubeconfig:
@@ -65,4 +66,7 @@ notes:
   - In check mode every write is sent with C(dryRun=All), so the API server validates it, admission and RBAC
     included, and stores nothing.
   - The least privilege these modules need is the ClusterRole in the collection's C(docs/rbac/) directory.
+attributes:
+  action_group:
+    membership: [overcommit.control.k8s]
 """

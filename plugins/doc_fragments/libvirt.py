@@ -9,6 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # Connection options shared by the libvirt modules, as in community.libvirt.
+    # With the action group every module of the platform belongs to.
     DOCUMENTATION = r"""
 options:
   uri:
@@ -27,4 +28,7 @@ options:
     default: https://overcommit.control/xmlns/vm/1
 requirements:
   - libvirt-python on the host that runs the module
+attributes:
+  action_group:
+    membership: [overcommit.control.libvirt]
 """

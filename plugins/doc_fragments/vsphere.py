@@ -9,6 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # Connection options shared by the vSphere modules, named and defaulted as in community.vmware.
+    # With the action group every module of the platform belongs to.
     DOCUMENTATION = r"""
 options:
   hostname:
@@ -44,4 +45,7 @@ options:
     default: true
 requirements:
   - pyVmomi on the host that runs the module
+attributes:
+  action_group:
+    membership: [overcommit.control.vsphere]
 """

@@ -25,15 +25,13 @@ author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.k8s
+  - overcommit.control.attributes
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
 attributes:
   check_mode:
     support: full
     details: The write is sent to the API server as a dry run (C(dryRun=All)), so the CR schema validates it.
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   namespace:
     description:

@@ -43,18 +43,13 @@ author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.k8s
+  - overcommit.control.attributes
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
 attributes:
-  action_group:
-    membership: [overcommit.control.k8s]
   check_mode:
     support: full
     details: Every write, the resize and the Event included, is sent to the API server as a dry run (C(dryRun=All)).
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   namespace:
     description:

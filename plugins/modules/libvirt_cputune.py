@@ -34,17 +34,9 @@ author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.libvirt
+  - overcommit.control.attributes
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  action_group:
-    membership: [overcommit.control.libvirt]
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   domains:
     description:

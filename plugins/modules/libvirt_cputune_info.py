@@ -23,18 +23,9 @@ author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.libvirt
+  - overcommit.control.attributes.info_module
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  action_group:
-    membership: [overcommit.control.libvirt]
-  check_mode:
-    support: full
-    details: Reads only; check mode changes nothing either.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   domains:
     description:

@@ -28,18 +28,9 @@ author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.vsphere
+  - overcommit.control.attributes.info_module
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  action_group:
-    membership: [overcommit.control.vsphere]
-  check_mode:
-    support: full
-    details: Reads only; check mode changes nothing either.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   clusters:
     description:

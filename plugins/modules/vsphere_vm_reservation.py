@@ -32,17 +32,9 @@ author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
   - overcommit.control.vsphere
+  - overcommit.control.attributes
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  action_group:
-    membership: [overcommit.control.vsphere]
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   vms:
     description:
