@@ -181,45 +181,26 @@ counters:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
-    HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.inventory import SelectorError
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.module import VsphereModule
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.overcommit_report import (
     OvercommitReportError, gather, validate)
 
 
 def main():
-    argument_spec = connection_argument_spec()
-    argument_spec.update(
-        clusters=dict(type="list", elements="str", default=[]),
-        hosts=dict(type="list", elements="str", default=[]),
-        vms=dict(type="list", elements="str", default=[]),
-        vm_stats=dict(type="bool", default=True),
-        samples=dict(type="int", default=15),
-        return_samples=dict(type="bool", default=False),
+    module = VsphereModule(
+        dict(
+            clusters=dict(type="list", elements="str", default=[]),
+            hosts=dict(type="list", elements="str", default=[]),
+            vms=dict(type="list", elements="str", default=[]),
+            vm_stats=dict(type="bool", default=True),
+            samples=dict(type="int", default=15),
+            return_samples=dict(type="bool", default=False),
+        ),
+        field_errors=(OvercommitReportError,),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if not HAS_PYVMOMI:
-        module.fail_json(msg=missing_required_lib("pyVmomi"))
-    params = module.params
-    try:
-        validate(params)
-    except OvercommitReportError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    client = None
-    try:
-        client = VsphereClient(params["hostname"], params["username"], params["password"], params["port"],
-                               params["validate_certs"])
-        report = gather(client, params)
-    except (SelectorError, OvercommitReportError) as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    except VsphereClientError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if client is not None:
-            client.close()
-    if not params["vm_stats"]:
+    module.checked(validate)
+    report = module.with_client(lambda client: gather(client, module.params))
+    if not module.params["vm_stats"]:
         report.pop("counters")
     module.exit_json(changed=False, **report)
 

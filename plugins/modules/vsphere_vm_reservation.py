@@ -229,12 +229,9 @@ vms:
               record: {v: 1, prior: {cpu.reservation: 0}, by: ops, at: "2026-01-01T00:00:00Z"}}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
-    HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.inventory import SelectorError
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.module import VsphereModule
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import (
     DEFAULT_ATTRIBUTE, ReservationError)
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
@@ -250,48 +247,34 @@ def allocation_options():
 
 
 def main():
-    argument_spec = connection_argument_spec()
-    argument_spec.update(
-        vms=dict(type="list", elements="str", aliases=["names"]),
-        uuids=dict(type="list", elements="str"),
-        moids=dict(type="list", elements="str"),
-        folders=dict(type="list", elements="str"),
-        clusters=dict(type="list", elements="str"),
-        state=dict(type="str", default="present", choices=["present", "restored"]),
-        cpu=allocation_options(),
-        memory=allocation_options(),
-        memory_reservation_locked_to_max=dict(type="bool"),
-        change_versions=dict(type="dict", default={}),
-        attribute=dict(type="str", default=DEFAULT_ATTRIBUTE),
-        reason=dict(type="str"),
-        requested_by=dict(type="str"),
-        parallel_tasks=dict(type="int", default=16),
+    module = VsphereModule(
+        dict(
+            vms=dict(type="list", elements="str", aliases=["names"]),
+            uuids=dict(type="list", elements="str"),
+            moids=dict(type="list", elements="str"),
+            folders=dict(type="list", elements="str"),
+            clusters=dict(type="list", elements="str"),
+            state=dict(type="str", default="present", choices=["present", "restored"]),
+            cpu=allocation_options(),
+            memory=allocation_options(),
+            memory_reservation_locked_to_max=dict(type="bool"),
+            change_versions=dict(type="dict", default={}),
+            attribute=dict(type="str", default=DEFAULT_ATTRIBUTE),
+            reason=dict(type="str"),
+            requested_by=dict(type="str"),
+            parallel_tasks=dict(type="int", default=16),
+        ),
+        field_errors=(ReservationError,),
+        required_one_of=[("vms", "uuids", "moids", "folders", "clusters")],
     )
-    module = AnsibleModule(argument_spec=argument_spec,
-                           required_one_of=[("vms", "uuids", "moids", "folders", "clusters")],
-                           supports_check_mode=True)
-    if not HAS_PYVMOMI:
-        module.fail_json(msg=missing_required_lib("pyVmomi"))
-    runner = ReservationRunner(None, module.params, module.check_mode,
-                               now=utc_now(),
+    runner = ReservationRunner(None, module.params, module.check_mode, now=utc_now(),
                                requested_by=requester(module.params))
-    try:
-        runner.validate()
-    except ReservationError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    params = module.params
-    try:
-        runner.client = VsphereClient(params["hostname"], params["username"], params["password"],
-                                      params["port"], params["validate_certs"])
-        results = runner.run()
-    except (SelectorError, ReservationError) as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    except VsphereClientError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if runner.client is not None:
-            runner.client.close()
-    exit_fleet(module, results, "vm", "vms")
+    module.checked(lambda params: runner.validate())
+
+    def run(client):
+        runner.client = client
+        return runner.run()
+    exit_fleet(module, module.with_client(run), "vm", "vms")
 
 
 if __name__ == "__main__":
