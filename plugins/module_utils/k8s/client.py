@@ -176,7 +176,7 @@ class K8sClient(object):
         return self.request("POST", path, body=body, content_type="application/json")
 
     def read_modify_write(self, path, plan_patch, current=None, attempts=CONFLICT_ATTEMPTS, write_path=None,
-                          content_type=MERGE_PATCH):
+                          content_type=MERGE_PATCH, written=False):
         """Optimistic concurrency as Kubernetes' PatchNodeTaints does it: the
         patch carries the resourceVersion it was computed from, so a write
         that raced another writer is refused (409); then read again, plan
@@ -185,7 +185,9 @@ class K8sClient(object):
         plan_patch(object) -> merge patch body, or None when nothing is to change.
         current: the object as already read (e.g. from a list), to save a GET.
         write_path: a subresource to patch instead of `path` (e.g. pods/NAME/resize).
-        Returns (object the patch was planned from, patch or None, conflicts met).
+        Returns (object the patch was planned from, patch or None, conflicts met);
+        with written=True the first is the object as the server returned it
+        after the write, for a next write without another GET.
         """
         conflicts = 0
         while True:
@@ -196,8 +198,8 @@ class K8sClient(object):
                 return current, None, conflicts
             patch.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
-                self.request("PATCH", write_path or path, body=patch, content_type=content_type, parse=False)
-                return current, patch, conflicts
+                after = self.request("PATCH", write_path or path, body=patch, content_type=content_type, parse=written)
+                return after if written else current, patch, conflicts
             except ConflictError:
                 conflicts += 1
                 if conflicts >= attempts:

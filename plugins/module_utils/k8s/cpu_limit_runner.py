@@ -194,11 +194,11 @@ class CpuLimitRunner(object):
             def plan_desire(obj):
                 return brake.desire_patch(brake.vmi_view(obj, keys, vm), pod, cpus, self.request, self.record_fields)
             current_vmi, changes["desire"], _conflicts = self.client.read_modify_write(
-                vmi_path, plan_desire, current=vmi)
+                vmi_path, plan_desire, current=vmi, written=True)
             if view["vm"] is not None:
-                desired, record_text = brake.kept_state(brake.vmi_view(current_vmi, keys, vm), self.request,
-                                                        changes["desire"])
-                changes["kept"] = self.keep_on_vm(view, vm, desired, record_text)
+                # The VM keeps what the VMI now says.
+                written = brake.vmi_view(current_vmi, keys, vm)
+                changes["kept"] = self.keep_on_vm(view, vm, written["desired"], written["record_text"])
         if pod is not None and cpus is not None:
             pod_path = "%s/%s" % (pods_path(namespace), pod["metadata"]["name"])
 
@@ -208,8 +208,6 @@ class CpuLimitRunner(object):
                 pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH)
         if action == "restore" and view["vm"] is not None:
             changes["kept"] = self.keep_on_vm(view, vm, None, None)
-        if changes["desire"] is not None:
-            current_vmi = None  # changed by our own write: read it again
 
         def plan_applied(obj):
             return brake.applied_patch(brake.vmi_view(obj, keys, vm), pod, cpus, self.request,

@@ -409,14 +409,6 @@ def vm_patch(vm, request, desired, record_text):
     return {"metadata": {"annotations": annotations}} if annotations else None
 
 
-def kept_state(view, request, desire):
-    """(desired cap, record text) the VMI holds once `desire` (its
-    desire_patch, or None) is written: what the VirtualMachine keeps."""
-    written = (desire or {}).get("metadata", {}).get("annotations") or {}
-    return (written.get(request["keys"]["desired"], view["desired"]),
-            written.get(request["keys"]["record"], view["record_text"]))
-
-
 def applied_record(pod, cpus, time):
     meta = pod.get("metadata") or {}
     return {"cpus": quantity.format_cpu(cpus), "pod": meta.get("name"), "podUID": meta.get("uid"), "time": time}

@@ -444,6 +444,30 @@ def test_bad_input_is_refused_before_any_api_call(lab):
     assert proxy.requests == []
 
 
+def test_a_throttle_reads_once_and_writes_each_object_once(lab, fleet):
+    """The round trips of one VM-owned VMI: its read, one list of VMs and one
+    of launcher pods, then each write once (no re-read between them)."""
+    name = fleet.vmi(cores=4, vm=True)
+    server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
+    with ApiProxy(server, ca_cert) as proxy:
+        result = run_module("kubevirt_vm_cpu_limit", {"namespace": NAMESPACE, "names": [name], "cpus": "2",
+                                                      "reason": "round trips", "host": proxy.url, "api_key": token})
+    assert not result.get("failed") and result["changed"] is True, result
+    vmi_path = "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s" % (NAMESPACE, name)
+    pod_path = "/api/v1/namespaces/%s/pods/%s/resize" % (NAMESPACE, result["vms"][0]["pod"])
+    assert [(r["method"], r["path"]) for r in proxy.requests] == [
+        ("GET", vmi_path),
+        ("GET", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines" % NAMESPACE),
+        ("GET", "/api/v1/namespaces/%s/pods" % NAMESPACE),
+        ("PATCH", vmi_path),
+        ("PATCH", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s" % (NAMESPACE, name)),
+        ("PATCH", pod_path),
+        ("PATCH", vmi_path),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/%s/events" % NAMESPACE),
+    ]
+    assert fleet.compute_limits(name) == {"cpu": "2"} and fleet.vm_annotations(name)[DESIRED] == "2"
+
+
 def test_the_shipped_role_is_enough_and_an_unbound_identity_is_told_why(run_as, fleet):
     name = fleet.vmi(cores=4, vm=True)
     operator = brake(run_as, [name], identity="operator", cpus="2", reason="least privilege")
