@@ -100,19 +100,26 @@ def owning_vm(vmi):
     return None
 
 
+def _cap(annotations, keys):
+    """The desired cap and the throttle record (as written, and read) that
+    a VMI or VirtualMachine carries."""
+    return {"desired": annotations.get(keys["desired"]), "record_text": annotations.get(keys["record"]),
+            "record": _json(annotations.get(keys["record"]))}
+
+
+def has_record(state):
+    """Whether a VMI's or VM's view carries a throttle record (even one that cannot be read)."""
+    return state["record_text"] is not None
+
+
 def vm_view(vm, keys):
     """The copy of the desired cap and throttle record on a VirtualMachine
     (metadata is enough); None for no VM."""
     if vm is None:
         return None
     meta = vm.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    return {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),
-            "labels": meta.get("labels") or {},
-            "desired": annotations.get(keys["desired"]),
-            "record": _json(annotations.get(keys["record"])) if keys["record"] in annotations else None,
-            "record_text": annotations.get(keys["record"]),
-            "has_record": keys["record"] in annotations}
+    return dict(_cap(meta.get("annotations") or {}, keys), name=meta.get("name"), namespace=meta.get("namespace"),
+                uid=meta.get("uid"), labels=meta.get("labels") or {})
 
 
 def stopped_vm_view(vm, keys):
@@ -133,7 +140,7 @@ def vmi_view(vmi, keys, vm=None):
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
     owner = vm_view(vm, keys)
-    return {
+    return dict(_cap(annotations, keys), **{
         "kind": "VirtualMachineInstance",
         "name": "%s/%s" % (meta.get("namespace"), meta.get("name")),
         "namespace": meta.get("namespace"),
@@ -146,15 +153,11 @@ def vmi_view(vmi, keys, vm=None):
         "phase": status.get("phase"),
         "node": status.get("nodeName"),
         "active_pods": dict(status.get("activePods") or {}),
-        "desired": annotations.get(keys["desired"]),
-        "applied": _json(annotations.get(keys["applied"])) if keys["applied"] in annotations else None,
-        "record": _json(annotations.get(keys["record"])) if keys["record"] in annotations else None,
-        "record_text": annotations.get(keys["record"]),
-        "has_record": keys["record"] in annotations,
+        "applied": _json(annotations.get(keys["applied"])),
         # None of the brake's annotations: a VMI made since the cap was set (a restart).
         "fresh": not any(keys[key] in annotations for key in ("desired", "applied", "record")),
         "vm": owner,
-    }
+    })
 
 
 def wanted_desired(view):
@@ -175,9 +178,9 @@ def stale_vm_copy(view):
 def earlier_record(view):
     """(whether a throttle record exists, the record) from the VMI, else from
     its VirtualMachine."""
-    if view["has_record"]:
+    if has_record(view):
         return True, view["record"]
-    if view["vm"] and view["vm"]["has_record"]:
+    if view["vm"] and has_record(view["vm"]):
         return True, view["vm"]["record"]
     return False, None
 
@@ -375,9 +378,9 @@ def desire_patch(view, pod, cpus, request, fields):
     if (request["state"] == THROTTLED or view["desired"] is None) and \
             (view["desired"] is None or not quantity.same_cpu(view["desired"], desired)):
         annotations[keys["desired"]] = desired
-    if not view["has_record"] or (annotations and request["state"] == THROTTLED):
+    if not has_record(view) or (annotations and request["state"] == THROTTLED):
         recorded, earlier = earlier_record(view)
-        if request["state"] == RECONCILED and recorded and not view["has_record"]:
+        if request["state"] == RECONCILED and recorded and not has_record(view):
             annotations[keys["record"]] = view["vm"]["record_text"]
         else:
             record = dict((k, v) for k, v in fields.items() if v is not None)
@@ -425,7 +428,7 @@ def applied_patch(view, pod, cpus, request, time, restore=False):
                 and quantity.same_cpu(applied["cpus"], quantity.format_cpu(cpus))):
             annotations[keys["applied"]] = json.dumps(applied_record(pod, cpus, time), sort_keys=True)
     if restore:
-        for key, present in ((keys["desired"], view["desired"] is not None), (keys["record"], view["has_record"])):
+        for key, present in ((keys["desired"], view["desired"] is not None), (keys["record"], has_record(view))):
             if present:
                 annotations[key] = None
     return {"metadata": {"annotations": annotations}} if annotations else None
