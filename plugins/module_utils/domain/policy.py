@@ -1,0 +1,620 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The control policy: given what hosts and their VMs do now and what was
+done before, which VMs to throttle to how many CPUs, which to relax or
+restore, which nodes to gate or open, and why. Pure: plain data in, a plan
+out, no I/O, no clock (the caller says what time it is).
+
+Every cycle is decided from its input alone: the state a rule needs from
+earlier cycles (trigger history, when a VM was capped, since when it is
+calm, its last reversal, its credits; when a node was gated) comes in with
+each object as `policy` and goes out in the plan for the runner to store on
+the same object, beside the throttle or gate record. So any runner (an AWX
+job, a rulebook, CI) can run the next cycle, and two runners that read the
+same objects decide the same thing.
+
+The rules, in the order a cycle applies them (docs/policy.md explains each):
+  gate_pressure      gate a node whose host has sustained CPU pressure;
+  contain            when VMs wait for CPU (steal or pressure in N of the
+                     last M cycles, or one cycle of severe steal) and the
+                     host has no idle CPU, cap the VMs taking most above
+                     their entitlement, biggest first (and others only when
+                     their excess is comparable), to free just what the
+                     others want; never dedicated VMs, never under a VM's
+                     floor;
+  credits_exhausted  hold a burstable VM with no credits left to its baseline;
+  credits_earned     let it burst again once it has earned enough;
+  relax              after a calm period and a cooldown, raise a cap one step
+                     (at most relax_step_share of its vCPUs a cycle, and only
+                     into idle CPU while the VM still presses its cap);
+  restore            when a step would reach the VM's vCPUs, restore exactly;
+  open_calm          open a node gated for gate_hold_seconds and calm for
+                     open_calm_seconds.
+A per-cycle action budget and a cap on the share of nodes gated at once
+bound every cycle; an object or host marked `paused` (the kill switch) gets
+no action, and the plan says what was held back.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import (
+    BURSTABLE, CLASSES, DEDICATED, DEFAULT_CLASS, DEFAULT_FLOOR_FRACTION)
+
+NAME = "overcommit"
+
+# name: (default, low, high, what it is). Defaults from the field: Crane
+# (10 s samples, 2-of-2 style N-of-M triggers, 300 s cooldowns), Koordinator
+# (cut fast, recover at most +10 % a round), PARTIES/Heracles (a band
+# between the act and relax thresholds), public-cloud burstable credits.
+PARAMETERS = {
+    "victim_steal_ratio": (0.10, 0.0, 1.0, "steal / (used + steal) at which a VM counts as waiting for CPU"),
+    "relax_steal_ratio": (0.05, 0.0, 1.0, "steal ratio every VM must be under for the host to count as calm"),
+    "min_steal_cpus": (0.05, 0.0, None, "steal in CPUs under which a VM never counts as waiting"),
+    "severe_steal_ratio": (0.25, 0.0, 1.0, "steal ratio at which one cycle is enough to act (cut fast)"),
+    "victim_pressure": (20.0, 0.0, 100.0, "PSI cpu some avg10 (%) of a VM's cgroup at which it counts as waiting"),
+    "trigger_n": (2, 1, None, "cycles out of the last trigger_m a VM must wait in to be a victim"),
+    "trigger_m": (3, 1, 64, "length of the trigger history"),
+    "idle_guard_share": (0.10, 0.0, 1.0, "share of the host's CPUs idle at which nothing is throttled"),
+    "headroom_share": (0.02, 0.0, 0.5, "share of the host's CPUs a containment leaves free"),
+    "culprit_ratio": (2.0, 1.0, None, "wanted CPU / entitlement a VM needs to be a culprit"),
+    "culprit_busy_share": (0.9, 0.0, 1.0, "share of its vCPUs a VM above its entitlement wants to be a culprit "
+                                          "whatever culprit_ratio says (a VM running flat out)"),
+    "culprit_min_excess_cpus": (0.25, 0.0, None, "CPUs above its entitlement a VM needs to be a culprit"),
+    "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess another VM needs to be cut after it"),
+    "floor_fraction": (DEFAULT_FLOOR_FRACTION, 0.0, 1.0, "least share of its vCPUs a shared VM is capped to"),
+    "min_change_cpus": (0.05, 0.0, None, "smallest cap change worth an action"),
+    "relax_calm_seconds": (60, 0, None, "seconds the host must be calm before a cap is raised"),
+    "relax_step_share": (0.10, 0.01, 1.0, "most a cap is raised in one cycle, as a share of the VM's vCPUs"),
+    "busy_share": (0.90, 0.0, 1.0, "share of its cap a VM must use to count as pressing it"),
+    "pressure_relax": (10.0, 0.0, 100.0, "host PSI cpu some avg10 (%) the host must be under to count as calm"),
+    "cooldown_seconds": (300, 0, None, "seconds after a cap is tightened before it may be raised"),
+    "max_cooldown_seconds": (1800, 0, None, "longest cooldown after repeated reversals (it doubles at each)"),
+    "gate_pressure": (20.0, 0.0, 100.0, "host PSI cpu some avg60 and avg10 (%) at which its node is gated"),
+    "open_pressure": (5.0, 0.0, 100.0, "host PSI cpu some avg60 and avg10 (%) a gated node must be under to open"),
+    "gate_hold_seconds": (1800, 0, None, "least time a node stays gated"),
+    "open_calm_seconds": (600, 0, None, "seconds under open_pressure before a gated node opens"),
+    "max_gated_share": (0.25, 0.0, 1.0, "largest share of the nodes gated at once"),
+    "max_actions_per_cycle": (100, 1, None, "most actions one cycle plans; the rest wait for the next"),
+    "credit_release_minutes": (5.0, 0.0, None, "minutes of full burst a held burstable VM must earn to burst again"),
+    "initial_credit_share": (0.10, 0.0, 1.0, "share of the bank a burstable VM starts with when it has no balance"),
+}
+INTEGER_PARAMETERS = ("trigger_n", "trigger_m", "max_actions_per_cycle")
+
+ACTIONS = ("gate", "throttle", "relax", "restore", "open")
+# Order of escalation inside a cycle: gates first, then caps, then letting go.
+ACTION_ORDER = {"gate": 0, "throttle": 1, "relax": 2, "restore": 3, "open": 4}
+TIGHTEN = "tighten"
+LOOSEN = "loosen"
+# State keys a cap of ours keeps; dropped together when the cap goes.
+CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since")
+
+
+def parameters(given=None):
+    """The policy's parameters: defaults overridden by `given`, validated.
+    Raises ValueRangeError naming the parameter."""
+    given = given or {}
+    unknown = sorted(set(given) - set(PARAMETERS))
+    if unknown:
+        raise ValueRangeError("policy.%s" % unknown[0], given[unknown[0]], "one of %s" % ", ".join(sorted(PARAMETERS)))
+    params = {}
+    for name, (default, low, high, _what) in PARAMETERS.items():
+        value = given.get(name, default)
+        if value is None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueRangeError("policy.%s" % name, value, "a number")
+        if name in INTEGER_PARAMETERS:
+            if value != int(value):
+                raise ValueRangeError("policy.%s" % name, value, "a whole number")
+            value = int(value)
+        if value < low or (high is not None and value > high):
+            raise ValueRangeError("policy.%s" % name, value, "%s..%s" % (low, high if high is not None else "any"))
+        params[name] = value
+    if params["trigger_n"] > params["trigger_m"]:
+        raise ValueRangeError("policy.trigger_n", params["trigger_n"], "at most trigger_m (%d)" % params["trigger_m"])
+    if params["relax_steal_ratio"] > params["victim_steal_ratio"]:
+        raise ValueRangeError("policy.relax_steal_ratio", params["relax_steal_ratio"],
+                              "at most victim_steal_ratio (%g): the relax threshold is under the act threshold"
+                              % params["victim_steal_ratio"])
+    if params["open_pressure"] > params["gate_pressure"]:
+        raise ValueRangeError("policy.open_pressure", params["open_pressure"],
+                              "at most gate_pressure (%g)" % params["gate_pressure"])
+    return params
+
+
+# ---------------------------------------------------------------- inputs
+
+def _number(field, value, required=False, low=0.0):
+    if value is None:
+        if required:
+            raise ValueRangeError(field, value, "a number")
+        return None
+    if isinstance(value, bool):
+        raise ValueRangeError(field, value, "a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueRangeError(field, value, "a number")
+    if number < low:
+        raise ValueRangeError(field, value, "a number of at least %g" % low)
+    return number
+
+
+def _pressure(value, field):
+    """PSI cpu some (avg10, avg60) from host_pressure_info's shape
+    ({cpu: {some: {avg10, avg60}}}) or a flat {some_avg10, some_avg60}."""
+    if not value:
+        return None, None
+    if not isinstance(value, dict):
+        raise ValueRangeError(field, value, "a mapping with some_avg10/some_avg60 or cpu.some.avg10/avg60")
+    some = (value.get("cpu") or {}).get("some") if isinstance(value.get("cpu"), dict) else None
+    if some:
+        return _number(field + ".cpu.some.avg10", some.get("avg10")), _number(field + ".cpu.some.avg60", some.get("avg60"))
+    return _number(field + ".some_avg10", value.get("some_avg10")), _number(field + ".some_avg60", value.get("some_avg60"))
+
+
+def host_view(host, index=0):
+    """One host of the input, checked. Accepts {name, cpus, pressure,
+    procs_running, cpus_used, node, paused}; `node` is the Kubernetes node
+    on this host ({name, gated, gate, policy}) or absent."""
+    field = "hosts[%d]" % index
+    if not isinstance(host, dict) or not host.get("name"):
+        raise ValueRangeError(field + ".name", host.get("name") if isinstance(host, dict) else host, "a host name")
+    avg10, avg60 = _pressure(host.get("pressure"), field + ".pressure")
+    node = host.get("node")
+    if node is not None and not (isinstance(node, dict) and node.get("name")):
+        raise ValueRangeError(field + ".node", node, "a mapping with the node's name, or absent")
+    cpus = _number(field + ".cpus", host.get("cpus"), required=True)
+    if cpus <= 0:
+        raise ValueRangeError(field + ".cpus", host.get("cpus"), "a number of CPUs above 0")
+    return {
+        "name": host["name"], "cpus": cpus, "avg10": avg10, "avg60": avg60,
+        "cpus_used": _number(field + ".cpus_used", host.get("cpus_used")),
+        "paused": bool(host.get("paused")),
+        "node": None if node is None else {
+            "name": node["name"], "gated": bool(node.get("gated") or node.get("gate")),
+            "policy": _state(node.get("policy"), field + ".node.policy"),
+        },
+    }
+
+
+def _state(value, field):
+    if value is None or value == "":
+        return {}
+    if not isinstance(value, dict):
+        raise ValueRangeError(field, value, "the mapping a previous cycle returned")
+    return value
+
+
+def vm_view(vm, index=0):
+    """One VM of the input, checked. Accepts libvirt_cputune_info's domain
+    shape ({name, class, vcpus, cap_cpus, throttle, usage: {cpus_used,
+    steal_cpus}}) plus `host`, `policy` (the state of the last cycle),
+    `floor_cpus`, `baseline_cpus`, `entitled_cpus`, `credits`, `pressure`
+    and `paused`; flat cpus_used/steal_cpus are accepted too."""
+    field = "vms[%d]" % index
+    if not isinstance(vm, dict) or not vm.get("name") or not vm.get("host"):
+        raise ValueRangeError(field, vm, "a mapping with name and host")
+    cls = vm.get("class") or DEFAULT_CLASS
+    if cls not in CLASSES:
+        raise ValueRangeError(field + ".class", cls, "one of %s" % ", ".join(CLASSES))
+    vcpus = _number(field + ".vcpus", vm.get("vcpus"), required=True)
+    if vcpus < 1:
+        raise ValueRangeError(field + ".vcpus", vm.get("vcpus"), "at least 1")
+    usage = vm.get("usage") or {}
+    used = _number(field + ".usage.cpus_used", usage.get("cpus_used", vm.get("cpus_used")))
+    steal = _number(field + ".usage.steal_cpus", usage.get("steal_cpus", vm.get("steal_cpus")))
+    cap = _number(field + ".cap_cpus", vm.get("cap_cpus"))
+    baseline = None
+    if cls == BURSTABLE:
+        baseline = credit_rules.check_baseline(field + ".baseline_cpus", vm.get("baseline_cpus"), vcpus)
+    pressure = vm.get("pressure")
+    if isinstance(pressure, dict):
+        pressure = _pressure(pressure, field + ".pressure")[0]
+    return {
+        "key": "%s/%s" % (vm["host"], vm["name"]), "name": vm["name"], "host": vm["host"], "class": cls,
+        "vcpus": vcpus, "used": used or 0.0, "steal": steal, "cap": cap,
+        "pressure": _number(field + ".pressure", pressure),
+        "state": _state(vm.get("policy"), field + ".policy"),
+        "floor": _number(field + ".floor_cpus", vm.get("floor_cpus")),
+        "baseline": baseline,
+        "entitled": _number(field + ".entitled_cpus", vm.get("entitled_cpus")),
+        "credits": _number(field + ".credits", vm.get("credits")),
+        "paused": bool(vm.get("paused")),
+    }
+
+
+# ---------------------------------------------------------------- signals
+
+def wanted(vm):
+    """CPU the VM would use with no contention and no cap: what it used plus
+    what it waited for (a cap's throttled time shows up as steal too)."""
+    return min(vm["vcpus"], vm["used"] + (vm["steal"] or 0.0))
+
+
+def steal_ratio(vm):
+    total = vm["used"] + (vm["steal"] or 0.0)
+    return (vm["steal"] or 0.0) / total if total > 0 else 0.0
+
+
+def waits(vm, params, ratio):
+    """Whether the VM waited for CPU this cycle, by steal or by its own
+    cgroup's pressure (where the runner has that instead of steal)."""
+    if vm["steal"] is not None and vm["steal"] >= params["min_steal_cpus"] and steal_ratio(vm) >= ratio:
+        return True
+    pressure = vm["pressure"]
+    return pressure is not None and pressure >= params["victim_pressure"] * ratio / params["victim_steal_ratio"]
+
+
+def floor_of(vm, params):
+    if vm["floor"] is not None:
+        return vm["floor"]
+    if vm["class"] == BURSTABLE:
+        return vm["baseline"]
+    return vm["vcpus"] * params["floor_fraction"]
+
+
+def entitlements(host, vms, states=None):
+    """CPUs each VM is entitled to under contention: what it says it was
+    sold (`entitled_cpus`), else its vCPUs' share of the CPUs the host's
+    dedicated VMs leave (as weighted CFS shares it out); a burstable VM
+    with credits may burst, at zero credits it is entitled to its baseline."""
+    dedicated = sum(vm["vcpus"] for vm in vms if vm["class"] == DEDICATED)
+    pool = max(0.0, host["cpus"] - dedicated)
+    shared_vcpus = sum(vm["vcpus"] for vm in vms if vm["class"] != DEDICATED) or 1.0
+    result = {}
+    for vm in vms:
+        if vm["entitled"] is not None:
+            share = vm["entitled"]
+        elif vm["class"] == DEDICATED:
+            share = vm["vcpus"]
+        else:
+            share = pool * vm["vcpus"] / shared_vcpus
+        if vm["class"] == BURSTABLE:
+            balance = (states[vm["key"]] if states is not None else vm["state"]).get("credits")
+            share = max(share, vm["baseline"]) if balance is None or balance > 0 else vm["baseline"]
+        result[vm["key"]] = share
+    return result
+
+
+# ---------------------------------------------------------------- the cycle
+
+def decide(hosts, vms, now, params=None):
+    """The plan of one cycle. hosts and vms as host_view/vm_view accept
+    (raw dicts are checked here); now in seconds since the epoch. Returns
+    {actions, deferred, held, notes, state: {vms: {key: state or None},
+    nodes: {name: state or None}}} where state lists only objects whose
+    state changed (None: clear it)."""
+    params = params if params is not None and "trigger_m" in params else parameters(params)
+    host_views = [h if "avg10" in h else host_view(h, i) for i, h in enumerate(hosts)]
+    by_host = dict((h["name"], []) for h in host_views)
+    for index, vm in enumerate(vms):
+        view = vm if "key" in vm else vm_view(vm, index)
+        if view["host"] not in by_host:
+            raise ValueRangeError("vms[%d].host" % index, view["host"], "one of the hosts given")
+        by_host[view["host"]].append(view)
+    cycle = Cycle(params, now)
+    for host in host_views:
+        cycle.host(host, by_host[host["name"]])
+    return cycle.plan(len([h for h in host_views if h["node"]]),
+                      len([h for h in host_views if h["node"] and h["node"]["gated"]]))
+
+
+class Cycle(object):
+    """One cycle's decisions across hosts, then the fleet-wide bounds."""
+
+    def __init__(self, params, now):
+        self.params = params
+        self.now = now
+        self.proposed = []
+        self.held = []
+        self.notes = []
+        self.vm_states = {}
+        self.node_states = {}
+        # One action per VM a cycle: the first rule to claim it wins.
+        self.claimed = {}
+
+    # -- per host
+
+    def host(self, host, vms):
+        params = self.params
+        states = {}
+        quiet, min_steal, trigger_n = [], params["min_steal_cpus"], params["trigger_n"]
+        used_total, stateful = 0.0, False
+        for vm in vms:
+            used_total += vm["used"]
+            steal = vm["steal"]
+            # The common case of a fleet, kept cheap: nothing recorded,
+            # not capped, not waiting.
+            if not vm["state"] and vm["cap"] is None and (steal is None or steal < min_steal) \
+                    and vm["pressure"] is None and vm["class"] != BURSTABLE:
+                states[vm["key"]] = {}
+                continue
+            state = states[vm["key"]] = self._carry_state(vm)
+            stateful = stateful or bool(state) or vm["class"] == BURSTABLE
+        if host["cpus_used"] is not None:
+            used_total = host["cpus_used"]
+        idle = max(0.0, host["cpus"] - used_total)
+        if host["node"] is not None:
+            self._gate(host)
+        if not stateful:
+            return
+        self._credits(host, vms, states)
+        severe = params["severe_steal_ratio"]
+        victims = [vm for vm in vms if vm["cap"] is None and (
+            states[vm["key"]].get("hist", "").count("1") >= trigger_n
+            or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= severe)]
+        if victims:
+            self._contain(host, vms, states, entitlements(host, vms, states), victims, idle)
+        if any(state.get("cap") is not None for state in states.values()):
+            self._relax(host, vms, states, idle)
+        for vm in vms:
+            if states[vm["key"]] != vm["state"]:
+                self.vm_states[vm["key"]] = states[vm["key"]] or None
+
+    def _carry_state(self, vm):
+        """The VM's state with this cycle's trigger bit, and without a cap
+        record someone else's change made stale."""
+        params = self.params
+        state = dict(vm["state"])
+        if state.get("cap") is not None and (vm["cap"] is None or abs(vm["cap"] - state["cap"]) > 0.005):
+            self.notes.append({"object": vm["key"], "rule": "foreign_change",
+                               "note": "cap is %s, the policy set %g: someone else changed it; the policy leaves it alone"
+                               % ("none" if vm["cap"] is None else "%g" % vm["cap"], state["cap"])})
+            for key in CAP_KEYS:
+                state.pop(key, None)
+            state["foreign"] = True
+        elif vm["cap"] is None:
+            state.pop("foreign", None)
+        bit = "1" if vm["cap"] is None and waits(vm, params, params["victim_steal_ratio"]) else "0"
+        history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
+        if "1" in history:
+            state["hist"] = history
+        else:
+            state.pop("hist", None)
+        restored_at = state.get("restored_at")
+        if restored_at is not None and self.now - restored_at > params["max_cooldown_seconds"]:
+            state.pop("restored_at", None)
+            state.pop("cooldown", None)
+        return state
+
+    def _cap_after(self, vm):
+        """The VM's cap once this cycle's actions so far are applied."""
+        return self.claimed.get(vm["key"], vm["cap"]) if vm["key"] in self.claimed else vm["cap"]
+
+    def _ours(self, vm, state):
+        return state.get("cap") is not None and vm["cap"] is not None
+
+    def _propose(self, kind, host, vm, cpus, rule, reason, signals, state=None, priority=0.0):
+        action = {"action": kind, "host": host["name"], "rule": rule, "reason": reason, "signals": signals}
+        if vm is not None:
+            action.update({"vm": vm["name"], "object": vm["key"], "class": vm["class"], "vcpus": vm["vcpus"],
+                           "previous_cpus": vm["cap"]})
+            if cpus is not None:
+                action["cpus"] = round(cpus, 3)
+        else:
+            action.update({"node": host["node"]["name"], "object": "node/%s" % host["node"]["name"]})
+        if vm is not None:
+            self.claimed[vm["key"]] = cpus
+        paused = host["paused"] or (vm is not None and vm["paused"])
+        if paused:
+            self.held.append(dict(action, held="kill switch: %s is paused" % ("host %s" % host["name"]
+                                                                              if host["paused"] else vm["key"])))
+            return None
+        self.proposed.append((ACTION_ORDER[kind], -priority, len(self.proposed), action, state))
+        return action
+
+    def _gate(self, host):
+        params, now = self.params, self.now
+        node = host["node"]
+        avg10, avg60 = host["avg10"], host["avg60"]
+        state = dict(node["policy"])
+        signals = {"pressure_some_avg10": avg10, "pressure_some_avg60": avg60}
+        if avg10 is None or avg60 is None:
+            return
+        if not node["gated"]:
+            if state:
+                state = {}
+            if avg60 >= params["gate_pressure"] and avg10 >= params["gate_pressure"]:
+                self._propose("gate", host, None, None, "gate_pressure",
+                              "CPU pressure %.1f %% (avg60) and %.1f %% (avg10) is at or above %g %%: no new VMs "
+                              "until it is calm" % (avg60, avg10, params["gate_pressure"]),
+                              signals, state={"gated_at": now, "rule": "gate_pressure"}, priority=avg60)
+        elif state.get("gated_at") is not None:
+            calm = avg60 <= params["open_pressure"] and avg10 <= params["open_pressure"]
+            if not calm:
+                state.pop("calm_since", None)
+            else:
+                state.setdefault("calm_since", now)
+                held_for, calm_for = now - state["gated_at"], now - state["calm_since"]
+                if held_for >= params["gate_hold_seconds"] and calm_for >= params["open_calm_seconds"]:
+                    self._propose("open", host, None, None, "open_calm",
+                                  "CPU pressure %.1f %% (avg60) under %g %% for %d s, gated for %d s"
+                                  % (avg60, params["open_pressure"], calm_for, held_for), signals, state={})
+        if state != node["policy"]:
+            self.node_states[node["name"]] = state or None
+
+    def _credits(self, host, vms, states):
+        """Credit accounting of the burstable VMs, and the caps it calls for."""
+        params, now = self.params, self.now
+        for vm in vms:
+            if vm["class"] != BURSTABLE:
+                continue
+            state = states[vm["key"]]
+            baseline = vm["baseline"]
+            balance = state.get("credits")
+            if balance is None:
+                balance = vm["credits"] if vm["credits"] is not None else \
+                    credit_rules.bank_cap(baseline) * params["initial_credit_share"]
+            else:
+                balance = credit_rules.accrue(balance, baseline, vm["used"], now - state.get("credits_at", now))
+            state["credits"] = credit_rules.stored(balance)
+            state["credits_at"] = now
+            signals = {"credits": state["credits"], "baseline_cpus": baseline, "cpus_used": vm["used"]}
+            release = credit_rules.release_level(baseline, vm["vcpus"], params["credit_release_minutes"])
+            ours = self._ours(vm, state)
+            if balance <= 0 and (vm["cap"] is None and not state.get("foreign") or ours and vm["cap"] > baseline + 1e-6):
+                self._propose("throttle", host, vm, baseline, "credits_exhausted",
+                              "burstable VM has no CPU credits left: held to its baseline of %g CPUs" % baseline,
+                              signals, state=self._capped(state, baseline, "credits_exhausted"), priority=1.0)
+            elif ours and state.get("rule") == "credits_exhausted" and balance >= release:
+                self._propose("restore", host, vm, None, "credits_earned",
+                              "burstable VM earned %.1f credits (%g needed to burst again)" % (balance, release),
+                              signals, state=self._restored(state))
+
+    def _contain(self, host, vms, states, ents, victims, idle):
+        params = self.params
+        cpus = host["cpus"]
+        names = [v["name"] for v in victims]
+        signals = {"victims": names, "idle_cpus": round(idle, 3), "host_cpus": cpus,
+                   "pressure_some_avg10": host["avg10"]}
+        if idle >= params["idle_guard_share"] * cpus:
+            self.notes.append({"object": host["name"], "rule": "work_conservation",
+                               "note": "%s wait for CPU but %.2f of %g CPUs are idle: nothing throttled"
+                               % (", ".join(names), idle, cpus)})
+            return
+        candidates = []
+        for vm in vms:
+            state = states[vm["key"]]
+            if vm["class"] == DEDICATED or vm["key"] in self.claimed:
+                continue
+            if vm["cap"] is not None and not self._ours(vm, state):
+                continue
+            want, ent = wanted(vm), ents[vm["key"]]
+            if want - ent >= params["culprit_min_excess_cpus"] and (
+                    want >= params["culprit_ratio"] * ent or want >= params["culprit_busy_share"] * vm["vcpus"]):
+                candidates.append((want - ent, vm, want, ent))
+        candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
+        if not candidates or all(v is candidates[0][1] for v in victims) and len(candidates) == 1:
+            self.notes.append({"object": host["name"], "rule": "contain",
+                               "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
+                               "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
+            return
+        load = sum(min(wanted(vm), self._cap_after(vm)) if self._cap_after(vm) is not None else wanted(vm) for vm in vms)
+        need = load - cpus * (1.0 - params["headroom_share"])
+        if need < params["min_change_cpus"]:
+            return
+        top_excess = candidates[0][0]
+        for excess, vm, want, ent in candidates:
+            if need < params["min_change_cpus"] or excess < params["culprit_peer_share"] * top_excess:
+                break
+            state = states[vm["key"]]
+            current = min(want, vm["cap"]) if vm["cap"] is not None else want
+            target = max(floor_of(vm, params), current - need)
+            if vm["cap"] is not None:
+                target = min(target, vm["cap"])
+            if current - target < params["min_change_cpus"] or target >= vm["vcpus"]:
+                continue
+            need -= current - target
+            reason = ("%s wait for CPU; %s wants %.2f CPUs, %.1fx its entitlement of %.2f: capped to %.2f CPUs"
+                      % (", ".join(names), vm["name"], want, want / ent if ent else float("inf"), ent, target))
+            vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
+                              entitled_cpus=round(ent, 3), floor_cpus=round(floor_of(vm, params), 3))
+            self._propose("throttle", host, vm, target, "contain", reason, vm_signals,
+                          state=self._capped(state, target, "contain"), priority=want - ent)
+        if need >= params["min_change_cpus"]:
+            self.notes.append({"object": host["name"], "rule": "contain",
+                               "note": "culprits at their floors: %.2f CPUs of contention remain" % need})
+
+    def _relax(self, host, vms, states, idle):
+        params, now = self.params, self.now
+        calm = not any(vm["cap"] is None and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
+            (host["avg10"] is None or host["avg10"] < params["pressure_relax"])
+        room = idle - params["headroom_share"] * host["cpus"]
+        for vm in sorted(vms, key=lambda v: v["key"]):
+            state = states[vm["key"]]
+            if not self._ours(vm, state) or state.get("rule") != "contain" or vm["key"] in self.claimed:
+                continue
+            if not calm:
+                state.pop("calm_since", None)
+                continue
+            state.setdefault("calm_since", now)
+            calm_for = now - state["calm_since"]
+            since_change = now - state.get("changed_at", now)
+            cooldown = state.get("cooldown", params["cooldown_seconds"])
+            if calm_for < params["relax_calm_seconds"] or (state.get("direction") == TIGHTEN and since_change < cooldown):
+                continue
+            cap, step = vm["cap"], params["relax_step_share"] * vm["vcpus"]
+            want = wanted(vm)
+            signals = {"cpus_used": vm["used"], "wanted_cpus": round(want, 3), "cap_cpus": cap,
+                       "idle_cpus": round(idle, 3), "calm_seconds": calm_for}
+            if want < params["busy_share"] * cap:
+                new_cap, why = cap + step, "it uses %.2f of its %g CPUs" % (vm["used"], cap)
+            else:
+                grow = min(step, room)
+                if grow < params["min_change_cpus"]:
+                    continue
+                room -= grow
+                new_cap, why = cap + grow, "it presses its cap and %.2f CPUs are idle" % idle
+            if new_cap >= vm["vcpus"] - 1e-9:
+                self._propose("restore", host, vm, None, "restore",
+                              "host calm for %d s and %s: restored exactly" % (calm_for, why), signals,
+                              state=self._restored(state))
+            else:
+                self._propose("relax", host, vm, new_cap, "relax",
+                              "host calm for %d s and %s: cap raised one step to %.2f CPUs" % (calm_for, why, new_cap),
+                              signals, state=self._loosened(state, new_cap))
+
+    # -- state transitions of a VM's cap
+
+    def _capped(self, state, cpus, rule):
+        params, now = self.params, self.now
+        new = dict(state, cap=round(cpus, 3), rule=rule, changed_at=now)
+        new.setdefault("capped_at", now)
+        new.pop("calm_since", None)
+        new.pop("foreign", None)
+        if state.get("direction") == LOOSEN or state.get("restored_at") is not None:
+            # Tightening again soon after letting go: a reversal. Wait longer
+            # before the next relax, so a cap does not flap.
+            new["cooldown"] = min(params["max_cooldown_seconds"],
+                                  2 * state.get("cooldown", params["cooldown_seconds"]))
+            new["last_reversal"] = now
+        new.pop("restored_at", None)
+        new["direction"] = TIGHTEN
+        return new
+
+    def _loosened(self, state, cpus):
+        return dict(state, cap=round(cpus, 3), changed_at=self.now, direction=LOOSEN)
+
+    def _restored(self, state):
+        new = dict((k, v) for k, v in state.items() if k not in CAP_KEYS)
+        new["restored_at"] = self.now
+        return new
+
+    # -- fleet-wide bounds
+
+    def plan(self, nodes_total, nodes_gated):
+        params = self.params
+        actions, deferred = [], []
+        gate_slots = int(params["max_gated_share"] * nodes_total + 1e-9) - nodes_gated
+        budget = params["max_actions_per_cycle"]
+        for _order, _priority, _seq, action, state in sorted(self.proposed, key=lambda item: item[:3]):
+            if action["action"] == "gate":
+                if gate_slots <= 0:
+                    deferred.append(dict(action, deferred="max_gated_share=%g of %d nodes are gated already"
+                                         % (params["max_gated_share"], nodes_total)))
+                    self.node_states.pop(action["node"], None)
+                    continue
+                gate_slots -= 1
+            if budget <= 0:
+                deferred.append(dict(action, deferred="max_actions_per_cycle=%d reached"
+                                     % params["max_actions_per_cycle"]))
+                if "vm" not in action:
+                    self.node_states.pop(action["node"], None)
+                continue
+            budget -= 1
+            actions.append(action)
+            if "vm" in action:
+                self.vm_states[action["object"]] = state or None
+            else:
+                self.node_states[action["node"]] = state or None
+        return {"policy": NAME, "time": self.now, "actions": actions, "deferred": deferred, "held": self.held,
+                "notes": self.notes, "state": {"vms": self.vm_states, "nodes": self.node_states}}

@@ -1,0 +1,237 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the simulator measures of a policy on a trace. Pure: no I/O.
+docs/policy.md defines each metric; the names are the module's return
+values and the keys of simulation.json."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
+
+METRICS = (
+    "containment_p50_intervals", "containment_p95_intervals", "containment_p99_intervals",
+    "culprit_precision", "throttled_cpu_seconds", "reversals_per_vm_per_10min", "dedicated_touched",
+    "idle_cpu_while_throttled", "gate_toggles_per_node_hour", "credit_error",
+)
+# Product caps (a burstable VM held to its baseline) are what the tenant
+# bought, not a guess about who is noisy: precision and work conservation
+# judge the contention caps only.
+PRODUCT_RULES = ("credits_exhausted",)
+
+
+def percentile(values, share):
+    """Nearest-rank percentile; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, int(-(-share * len(ordered) // 1)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+class Metrics(object):
+    """Accumulates one policy's figures interval by interval."""
+
+    def __init__(self, trace, steal_target, min_steal_cpus):
+        self.trace = trace
+        self.interval = trace.interval
+        self.steal_target = steal_target
+        self.min_steal = min_steal_cpus
+        self.episodes = []
+        self.open_episode = dict((host, 0) for host in trace.hosts)
+        self.withheld = 0.0
+        self.withheld_contention = 0.0
+        self.withheld_culprit = 0.0
+        self.idle_withheld = 0.0
+        self.capacity_throttled = 0.0
+        self.victim_steal = 0.0
+        self.direction = {}
+        self.reversals = {}
+        self.dedicated = set()
+        self.toggles = dict((host, 0) for host in trace.hosts)
+        self.actions = {}
+        self.reference = {}
+        self.credit_error = None
+        self.throttled_vms = set()
+        self.culprit_intervals = any(any(flags) for flags in trace.culprit.values())
+
+    def interval_of_host(self, host, index, keys, specs, demands, used, contention, caps, rules, cpus):
+        """One host's interval: containment episodes, withheld CPU, idle."""
+        ground_truth = self.trace.has_ground_truth
+        culprit_flags = self.trace.culprit
+        culprit_active = not ground_truth
+        waiting = False
+        withheld_contention = 0.0
+        for position in range(len(keys)):
+            key = keys[position]
+            is_culprit = culprit_flags[key][index] == 1
+            if is_culprit and demands[position] > 0:
+                culprit_active = True
+            cap = caps[position]
+            if cap is not None:
+                vcpus = specs[position][0]
+                want = demands[position] if demands[position] < vcpus else vcpus
+                held = want - cap if want > cap else 0.0
+                if held > 0:
+                    seconds = held * self.interval
+                    self.withheld += seconds
+                    if rules[position] not in PRODUCT_RULES:
+                        withheld_contention += held
+                        self.withheld_contention += seconds
+                        if is_culprit:
+                            self.withheld_culprit += seconds
+            elif not is_culprit:
+                steal = contention[position]
+                if steal > 0:
+                    self.victim_steal += steal * self.interval
+                    if steal >= self.min_steal and steal >= self.steal_target * (used[position] + steal):
+                        waiting = True
+        if waiting and culprit_active:
+            self.open_episode[host] += 1
+        elif self.open_episode[host]:
+            self.episodes.append(self.open_episode[host])
+            self.open_episode[host] = 0
+        if any(cap is not None and rule not in PRODUCT_RULES for cap, rule in zip(caps, rules)):
+            idle = cpus - sum(used)
+            self.capacity_throttled += cpus * self.interval
+            if idle > 0 and withheld_contention > 0:
+                self.idle_withheld += min(idle, withheld_contention) * self.interval
+
+    def action(self, kind, key, rule, vm_class):
+        self.actions[kind] = self.actions.get(kind, 0) + 1
+        if kind in ("gate", "open"):
+            self.toggles[key] += 1
+            return
+        if vm_class == "dedicated":
+            self.dedicated.add(key)
+        self.throttled_vms.add(key)
+
+    def cap_moved(self, key, tighter):
+        direction = "tighten" if tighter else "loosen"
+        previous = self.direction.get(key)
+        if previous is not None and previous != direction:
+            self.reversals[key] = self.reversals.get(key, 0) + 1
+        self.direction[key] = direction
+
+    def credits(self, key, baseline, used, balance_seen, first):
+        """Compare the policy's balance with the formula run on the true usage."""
+        if first:
+            self.reference[key] = balance_seen if balance_seen is not None else 0.0
+            return
+        reference = credit_rules.accrue(self.reference[key], baseline, used, self.interval)
+        self.reference[key] = reference
+        if balance_seen is not None:
+            error = abs(balance_seen - reference) / credit_rules.bank_cap(baseline)
+            if self.credit_error is None or error > self.credit_error:
+                self.credit_error = error
+
+    def raw(self):
+        """The sums the figures come from, so runs on several traces pool."""
+        episodes = self.episodes + [length for length in self.open_episode.values() if length]
+        if not episodes and self.culprit_intervals:
+            # Culprits were there and no victim ever waited: contained at once.
+            episodes = [0]
+        windows = self.trace.seconds / 600.0
+        hours = self.trace.seconds / 3600.0
+        return {
+            "episodes": episodes, "ground_truth": self.trace.has_ground_truth,
+            "withheld": self.withheld, "withheld_contention": self.withheld_contention,
+            "withheld_culprit": self.withheld_culprit, "idle_withheld": self.idle_withheld,
+            "capacity_throttled": self.capacity_throttled, "victim_steal": self.victim_steal,
+            "reversal_rate": max(self.reversals.values()) / windows if self.reversals else 0.0,
+            "toggle_rate": max(self.toggles.values()) / hours if self.toggles else 0.0,
+            "dedicated": len(self.dedicated), "credit_error": self.credit_error,
+            "vms_throttled": len(self.throttled_vms), "actions": dict(self.actions),
+        }
+
+    def result(self):
+        return figures([self.raw()])
+
+
+TARGETS = {
+    "containment_p95_intervals": ("<=", 2),
+    "culprit_precision": (">=", 0.95),
+    "reversals_per_vm_per_10min": ("<=", 1),
+    "dedicated_touched": ("==", 0),
+    "idle_cpu_while_throttled": ("<=", 0.05),
+    "gate_toggles_per_node_hour": ("<=", 2),
+    "credit_error": ("<=", 0.01),
+}
+# For "better" and "worse": which way each metric is good.
+LOWER_IS_BETTER = ("containment_p95_intervals", "throttled_cpu_seconds", "reversals_per_vm_per_10min",
+                   "dedicated_touched", "idle_cpu_while_throttled", "gate_toggles_per_node_hour")
+HIGHER_IS_BETTER = ("culprit_precision",)
+
+
+def meets(value, target):
+    """Whether a metric meets its target; None when the trace gave it no
+    value (no culprit to be precise about, no burstable VM)."""
+    if value is None:
+        return None
+    op, bound = target
+    return value <= bound + 1e-12 if op == "<=" else value >= bound - 1e-12 if op == ">=" else value == bound
+
+
+def verdict(figures_by_policy, ours, others):
+    """Our policy against the targets, and against each other policy: better
+    on containment or precision, and not worse on any other metric."""
+    mine = figures_by_policy[ours]
+    result = {"targets": dict((name, {"value": mine.get(name), "target": "%s %s" % target,
+                                      "met": meets(mine.get(name), target)})
+                              for name, target in sorted(TARGETS.items())), "versus": {}}
+    for other in others:
+        if other not in figures_by_policy:
+            continue
+        theirs = figures_by_policy[other]
+        better, worse = [], []
+        for name in LOWER_IS_BETTER + HIGHER_IS_BETTER:
+            a, b = mine.get(name), theirs.get(name)
+            if a is None or b is None or abs(a - b) < 1e-9:
+                continue
+            if name == "gate_toggles_per_node_hour" and not theirs["actions"].get("gate"):
+                # Toggles measure a gate's flapping; a policy that never
+                # gates has none to compare.
+                continue
+            if (a < b) == (name in LOWER_IS_BETTER):
+                better.append(name)
+            else:
+                worse.append(name)
+        result["versus"][other] = {
+            "better": better, "worse": worse,
+            "wins": bool(set(better) & {"containment_p95_intervals", "culprit_precision"}) and not (
+                set(worse) - {"containment_p95_intervals", "culprit_precision"}),
+        }
+    return result
+
+
+def figures(raws):
+    """The metrics of one run, or of several pooled: episodes and CPU-seconds
+    add up, rates and errors take the worst run."""
+    episodes = [length for raw in raws for length in raw["episodes"]]
+    withheld_contention = sum(raw["withheld_contention"] for raw in raws)
+    capacity_throttled = sum(raw["capacity_throttled"] for raw in raws)
+    errors = [raw["credit_error"] for raw in raws if raw["credit_error"] is not None]
+    actions = {}
+    for raw in raws:
+        for kind, count in raw["actions"].items():
+            actions[kind] = actions.get(kind, 0) + count
+    return {
+        "containment_p50_intervals": percentile(episodes, 0.50),
+        "containment_p95_intervals": percentile(episodes, 0.95),
+        "containment_p99_intervals": percentile(episodes, 0.99),
+        "containment_episodes": len(episodes),
+        "culprit_precision": round(sum(raw["withheld_culprit"] for raw in raws) / withheld_contention, 4)
+        if withheld_contention > 0 and all(raw["ground_truth"] for raw in raws) else None,
+        "throttled_cpu_seconds": round(sum(raw["withheld"] for raw in raws), 1),
+        "reversals_per_vm_per_10min": round(max(raw["reversal_rate"] for raw in raws), 4),
+        "dedicated_touched": sum(raw["dedicated"] for raw in raws),
+        "idle_cpu_while_throttled": round(sum(raw["idle_withheld"] for raw in raws) / capacity_throttled, 4)
+        if capacity_throttled > 0 else 0.0,
+        "gate_toggles_per_node_hour": round(max(raw["toggle_rate"] for raw in raws), 3),
+        "credit_error": round(max(errors), 6) if errors else None,
+        "victim_steal_cpu_seconds": round(sum(raw["victim_steal"] for raw in raws), 1),
+        "vms_throttled": sum(raw["vms_throttled"] for raw in raws),
+        "actions": actions,
+    }
