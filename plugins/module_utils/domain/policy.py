@@ -493,7 +493,12 @@ class Cycle(object):
                     want >= params["culprit_ratio"] * ent or want >= params["culprit_busy_share"] * vm["vcpus"]):
                 candidates.append((want - ent, vm, want, ent))
         candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
-        if not candidates or all(v is candidates[0][1] for v in victims) and len(candidates) == 1:
+        # The biggest culprit, and those whose excess is comparable to it:
+        # the VMs a containment may cut.
+        cut = [item for item in candidates if item[0] >= params["culprit_peer_share"] * candidates[0][0]] \
+            if candidates else []
+        cut_keys = set(item[1]["key"] for item in cut)
+        if not [v for v in victims if v["key"] not in cut_keys]:
             self.notes.append({"object": host["name"], "rule": "contain",
                                "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
                                "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
@@ -502,9 +507,8 @@ class Cycle(object):
         need = load - cpus * (1.0 - params["headroom_share"])
         if need < params["min_change_cpus"]:
             return
-        top_excess = candidates[0][0]
-        for excess, vm, want, ent in candidates:
-            if need < params["min_change_cpus"] or excess < params["culprit_peer_share"] * top_excess:
+        for _excess, vm, want, ent in cut:
+            if need < params["min_change_cpus"]:
                 break
             state = states[vm["key"]]
             current = min(want, vm["cap"]) if vm["cap"] is not None else want
