@@ -1,0 +1,158 @@
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How fast the control policy decides and the simulator replays, beside
+the baselines they are held to, in one run:
+
+  decision   one cycle of the policy (domain/policy.py) over 10,000 VMs on
+             1,000 hosts, one core: a tenth of the hosts contended (noisy
+             neighbours, waiting victims), some caps being relaxed, burstable
+             VMs with credits, a node per host. Beside it, the naive
+             threshold script deciding on the same snapshot; target < 1 s.
+  replay     the simulator replaying the 1,000-VM, 24 h scenario at 10 s
+             intervals (8.64 million VM-intervals) with our policy; target
+             < 2 minutes. Beside it, the same replay with all four policies
+             in lockstep (the module's default), per policy.
+  scenarios  (with --scenarios) every generated scenario including the fleet,
+             in one run, with the table of metrics and the verdict.
+
+    source scripts/lib.sh
+    $VENV/bin/python bench/policy.py [--hosts 1000 --vms-per-host 10] [--scenarios]
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "collections"))
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import policy  # noqa: E402
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, run, scenarios  # noqa: E402
+from ansible_collections.overcommit.control.plugins.module_utils.simulate.controllers import NaiveThreshold  # noqa: E402
+
+NOW = 1_700_000_000
+
+
+def snapshot(hosts, per_host, seed=1):
+    """Hosts and VMs as the info modules return them, with the state earlier
+    cycles left on the objects."""
+    rng = random.Random(seed)
+    host_list, vms = [], []
+    for number in range(hosts):
+        name = "hv-%04d" % number
+        contended = number % 10 == 0
+        host_list.append({"name": name, "cpus": 32,
+                          "pressure": {"some_avg10": 60.0 if contended else 1.0, "some_avg60": 30.0 if contended else 1.0},
+                          "node": {"name": "node-%04d" % number, "gated": False, "policy": {}}})
+        for index in range(per_host):
+            vcpus = rng.choice((2, 4, 4, 8))
+            vm_class = "burstable" if index % 14 == 3 else "dedicated" if index % 31 == 5 else "shared"
+            used = vcpus * rng.uniform(0.1, 0.4)
+            steal, cap, state = 0.0, None, None
+            if contended and index == 0:
+                used, steal, vcpus = 10.0, 5.5, 16
+            elif contended:
+                used = vcpus * 0.6
+                steal = used * 0.4 if index < 4 else 0.0
+                state = {"hist": "11"} if index < 4 else None
+            elif number % 20 == 1 and index == 0:
+                cap = 3.0
+                state = {"cap": 3.0, "rule": "contain", "capped_at": NOW - 900, "changed_at": NOW - 600,
+                         "direction": "tighten", "calm_since": NOW - 400}
+            entry = {"name": "vm-%04d-%02d" % (number, index), "host": name, "class": vm_class, "vcpus": vcpus,
+                     "cap_cpus": cap, "usage": {"cpus_used": round(used, 3), "steal_cpus": round(steal, 3)},
+                     "policy": state}
+            if vm_class == "burstable":
+                entry["baseline_cpus"] = 0.2 * vcpus
+                entry["policy"] = {"credits": rng.uniform(0, 50), "credits_at": NOW - 10}
+            vms.append(entry)
+    return host_list, vms
+
+
+def timed(function, repeat):
+    times = []
+    result = None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def naive_views(hosts, vms):
+    views_by_host = dict((h["name"], []) for h in hosts)
+    for vm in vms:
+        views_by_host[vm["host"]].append({"key": "%s/%s" % (vm["host"], vm["name"]), "used": vm["usage"]["cpus_used"],
+                                          "cap": vm["cap_cpus"], "vcpus": vm["vcpus"], "class": vm["class"]})
+    return [{"name": h["name"], "cpus": h["cpus"]} for h in hosts], views_by_host
+
+
+def bench_decision(hosts, per_host):
+    host_list, vms = snapshot(hosts, per_host)
+    # Every action in the plan: the per-cycle budget would otherwise cut it short.
+    params = policy.parameters({"max_actions_per_cycle": 100000})
+    seconds, plan = timed(lambda: policy.decide(host_list, vms, NOW, params), 5)
+    naive_hosts, naive_by_host = naive_views(host_list, vms)
+    naive = NaiveThreshold(naive_hosts, [])
+    naive_seconds, _ = timed(lambda: naive.decide(NOW, naive_hosts, naive_by_host), 5)
+    kinds = {}
+    for action in plan["actions"]:
+        kinds[action["action"]] = kinds.get(action["action"], 0) + 1
+    print("one policy decision, %d VMs on %d hosts (median of 5, one core):" % (len(vms), hosts))
+    print("  overcommit policy (validates input, decides, plans state)  %8.3f s   %s" % (seconds, kinds))
+    print("  naive threshold script on the same snapshot                %8.3f s" % naive_seconds)
+    print("  policy / naive: %.1fx the time;  policy / target 1 s: %.2f (target <= 1)"
+          % (seconds / naive_seconds, seconds / 1.0))
+
+
+def bench_replay():
+    started = time.perf_counter()
+    trace = scenarios.generate("fleet", 1)
+    generated = time.perf_counter() - started
+    intervals = trace.count * len(trace.vms)
+    started = time.perf_counter()
+    engine.simulate(trace, ["overcommit"])
+    ours = time.perf_counter() - started
+    started = time.perf_counter()
+    engine.simulate(trace)
+    four = time.perf_counter() - started
+    print("replay of the fleet scenario: %d VMs on %d hosts, 24 h at 10 s, %d VM-intervals (generated in %.1f s):"
+          % (len(trace.vms), len(trace.hosts), intervals, generated))
+    print("  overcommit policy alone                %7.1f s   %9.0f VM-intervals/s" % (ours, intervals / ours))
+    print("  all four policies in lockstep          %7.1f s   %9.0f VM-intervals/s per policy"
+          % (four, 4 * intervals / four))
+    print("  ours / target 120 s: %.2f (target <= 1);  simulated day / wall time: %.0fx real time"
+          % (ours / 120.0, trace.seconds / ours))
+
+
+def bench_scenarios():
+    started = time.perf_counter()
+    request = run.check_request({"scenario": list(scenarios.SMALL) + ["fleet"], "report_dir": "unused"})
+    simulation, _replayed = run.simulate(request)
+    print("every generated scenario in one run (%.0f s):" % (time.perf_counter() - started))
+    for line in run.table(simulation) + run.verdict_lines(simulation):
+        print("  " + line)
+    for name, scenario in simulation["scenarios"].items():
+        unmet = [metric for metric, judged in scenario["verdict"]["targets"].items() if judged["met"] is False]
+        print("  %-20s targets not met: %s" % (name, ", ".join(unmet) or "none"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--vms-per-host", type=int, default=10)
+    parser.add_argument("--no-replay", action="store_true", help="skip the 24 h fleet replay")
+    parser.add_argument("--scenarios", action="store_true", help="also run every scenario with the fleet")
+    args = parser.parse_args()
+    bench_decision(args.hosts, args.vms_per_host)
+    if not args.no_replay:
+        bench_replay()
+    if args.scenarios:
+        bench_scenarios()
+
+
+if __name__ == "__main__":
+    main()
