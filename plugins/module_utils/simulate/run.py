@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What policy_simulate does: load the traces (files or scenarios), replay
+each against the policies, pool the figures, judge ours against the targets
+and the other policies, and write simulation.json and simulation.html.
+The only I/O of the simulator is here: reading traces, writing reports."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import tempfile
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, metrics, report, scenarios
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import trace as traces
+from ansible_collections.overcommit.control.plugins.module_utils.simulate.controllers import CONTROLLERS, ORDER
+
+ALL = "all"
+
+
+def check_request(params):
+    """The module's options, validated before anything is read or written.
+    Raises ValueRangeError naming the field."""
+    trace_path, hosts_path, names = params.get("trace"), params.get("trace_hosts"), params.get("scenario") or []
+    if isinstance(names, str):
+        names = [names]
+    if trace_path and names:
+        raise ValueRangeError("scenario", names, "nothing when trace is given (replay a file or scenarios, not both)")
+    if trace_path and not hosts_path:
+        raise ValueRangeError("trace_hosts", hosts_path, "a CSV with the header host,cpus (each host's CPUs)")
+    if hosts_path and not trace_path:
+        raise ValueRangeError("trace", trace_path, "the trace CSV the hosts file belongs to")
+    if not trace_path and not names:
+        raise ValueRangeError("scenario", names, "a scenario (%s, or %s) when no trace is given"
+                              % (", ".join(sorted(scenarios.SCENARIOS)), ALL))
+    if names == [ALL]:
+        names = list(scenarios.SMALL)
+    for name in names:
+        if name not in scenarios.SCENARIOS:
+            raise ValueRangeError("scenario", name, "one of %s, or %s" % (", ".join(sorted(scenarios.SCENARIOS)), ALL))
+    for field, path in (("trace", trace_path), ("trace_hosts", hosts_path)):
+        if path and not os.path.isfile(path):
+            raise ValueRangeError(field, path, "a readable file")
+    seed = params.get("seed", 1)
+    if seed is None or seed < 0:
+        raise ValueRangeError("seed", seed, "a whole number of at least 0")
+    report_dir = params.get("report_dir")
+    if not report_dir:
+        raise ValueRangeError("report_dir", report_dir, "a folder to write simulation.json and simulation.html to")
+    if os.path.exists(report_dir) and not os.path.isdir(report_dir):
+        raise ValueRangeError("report_dir", report_dir, "a folder (this is a file)")
+    policies = engine.check_policies(params.get("policies"))
+    return {"trace": trace_path, "trace_hosts": hosts_path, "scenarios": names, "seed": seed,
+            "report_dir": report_dir, "policies": policies,
+            "parameters": policy.parameters(params.get("policy") or {}),
+            "write_trace": bool(params.get("write_trace"))}
+
+
+def load(request):
+    """[(name, description, trace)] to replay."""
+    if request["trace"]:
+        hosts = traces.read_hosts(request["trace_hosts"])
+        trace = traces.read_trace(request["trace"], hosts)
+        return [(os.path.basename(request["trace"]), "trace %s" % request["trace"], trace)]
+    loaded = []
+    for name in request["scenarios"]:
+        loaded.append((name, " ".join(scenarios.SCENARIOS[name].__doc__.split()),
+                       scenarios.generate(name, request["seed"])))
+    return loaded
+
+
+def simulate(request):
+    """(the simulation's whole result, as simulation.json holds it; the
+    traces replayed, by name)."""
+    ours = policy.NAME
+    per_scenario, raws, replayed = {}, dict((name, []) for name in request["policies"]), {}
+    for name, description, trace in load(request):
+        replayed[name] = trace
+        result = engine.simulate(trace, request["policies"], request["parameters"])
+        for policy_name, raw in result["raw"].items():
+            raws[policy_name].append(raw)
+        per_scenario[name] = {
+            "description": description, "hosts": len(trace.hosts), "vms": len(trace.vms),
+            "intervals": trace.count, "interval_seconds": trace.interval, "ground_truth": trace.has_ground_truth,
+            "policies": result["policies"], "series": result["series"],
+        }
+        if ours in result["policies"]:
+            per_scenario[name]["verdict"] = metrics.verdict(result["policies"], ours,
+                                                            [p for p in request["policies"] if p != ours])
+    pooled = dict((name, metrics.figures(raw)) for name, raw in raws.items())
+    simulation = {
+        "generated_by": "overcommit.control.policy_simulate",
+        "source": {"trace": request["trace"], "trace_hosts": request["trace_hosts"]} if request["trace"]
+        else {"scenarios": request["scenarios"], "seed": request["seed"]},
+        "parameters": request["parameters"],
+        "descriptions": dict((name, CONTROLLERS[name].description) for name in ORDER if name in request["policies"]),
+        "targets": dict((name, "%s %s" % target) for name, target in sorted(metrics.TARGETS.items())),
+        "policies": pooled,
+        "scenarios": per_scenario,
+    }
+    if ours in pooled:
+        simulation["verdict"] = metrics.verdict(pooled, ours, [p for p in request["policies"] if p != ours])
+    return simulation, replayed
+
+
+def table(simulation):
+    """The pooled figures as a plain-text table, one column per policy."""
+    names = list(simulation["policies"])
+    rows = [("metric",) + tuple(names)]
+    for metric in metrics.METRICS:
+        rows.append((metric,) + tuple(_cell(simulation["policies"][name].get(metric)) for name in names))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+            for row in rows]
+
+
+def verdict_lines(simulation):
+    """Our policy against each target and each other policy, for people."""
+    verdict = simulation.get("verdict")
+    if not verdict:
+        return []
+    lines = []
+    for name, judged in sorted(verdict["targets"].items()):
+        met = {True: "met", False: "NOT MET", None: "n/a (nothing to measure on these traces)"}[judged["met"]]
+        lines.append("%s = %s (target %s): %s" % (name, _cell(judged["value"]), judged["target"], met))
+    for other, versus in verdict["versus"].items():
+        lines.append("versus %s: better on %s; worse on %s%s" % (
+            other, ", ".join(versus["better"]) or "nothing", ", ".join(versus["worse"]) or "nothing",
+            " (wins)" if versus["wins"] else ""))
+    return lines
+
+
+def _cell(value):
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return "%.4g" % value
+    return str(value)
+
+
+def write(simulation, report_dir, replayed=None):
+    """Writes simulation.json and simulation.html (and, given `replayed`,
+    each generated trace as NAME.csv and NAME_hosts.csv) into report_dir,
+    each atomically; returns the paths written."""
+    if not os.path.isdir(report_dir):
+        os.makedirs(report_dir)
+    paths = {}
+    for name, trace in (replayed or {}).items():
+        paths["%s.csv" % name] = _atomic(report_dir, "%s.csv" % name,
+                                         lambda path, t=trace: traces.write_trace(t, path))
+        paths["%s_hosts.csv" % name] = _atomic(report_dir, "%s_hosts.csv" % name,
+                                               lambda path, t=trace: traces.write_hosts(t, path))
+    text = json.dumps(simulation, indent=1, sort_keys=True)
+    paths["simulation.json"] = _atomic(report_dir, "simulation.json", lambda path: _write_text(path, text))
+    page = report.render(simulation)
+    paths["simulation.html"] = _atomic(report_dir, "simulation.html", lambda path: _write_text(path, page))
+    return paths
+
+
+def _write_text(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _atomic(folder, name, writer):
+    """Write through a temporary file in the same folder, then rename, so a
+    reader never sees half a report."""
+    handle, temporary = tempfile.mkstemp(prefix=".%s." % name, dir=folder)
+    os.close(handle)
+    try:
+        writer(temporary)
+        os.chmod(temporary, 0o644)
+        os.rename(temporary, os.path.join(folder, name))
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return os.path.join(folder, name)
