@@ -61,7 +61,7 @@ PARAMETERS = {
     "trigger_m": (3, 1, 64, "length of the trigger history"),
     "idle_guard_share": (0.10, 0.0, 1.0, "share of the host's CPUs idle at which nothing is throttled"),
     "headroom_share": (0.02, 0.0, 0.5, "share of the host's CPUs a containment leaves free"),
-    "culprit_ratio": (2.0, 1.0, None, "wanted CPU / entitlement a VM needs to be a culprit"),
+    "culprit_ratio": (3.0, 1.0, None, "wanted CPU / entitlement a VM needs to be a culprit"),
     "culprit_busy_share": (0.9, 0.0, 1.0, "share of its vCPUs a VM above its entitlement wants to be a culprit "
                                           "whatever culprit_ratio says (a VM running flat out)"),
     "culprit_min_excess_cpus": (0.25, 0.0, None, "CPUs above its entitlement a VM needs to be a culprit"),

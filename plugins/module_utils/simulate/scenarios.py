@@ -50,14 +50,15 @@ class Builder(object):
             values[index] = 1.0 + value
         return values
 
-    def vm(self, host, name, vm_class, vcpus, level, sigma=0.05, curve=None, baseline_cpus=None):
-        """A VM wanting `level` CPUs (times the curve and the noise)."""
+    def vm(self, host, name, vm_class, vcpus, level, sigma=0.05, curve=None, baseline_cpus=None, ceiling=1.0):
+        """A VM wanting `level` CPUs (times the curve and the noise), never
+        more than `ceiling` of its vCPUs."""
         key = self.trace.add_vm(host, name, vm_class, vcpus, baseline_cpus)
         demand = self.trace.demand[key]
         noise = self.noise(sigma) if sigma else None
         for index in range(self.trace.count):
             value = level * (curve[index] if curve is not None else 1.0) * (noise[index] if noise else 1.0)
-            demand[index] = min(float(vcpus), max(0.0, value))
+            demand[index] = min(ceiling * vcpus, max(0.0, value))
         return key
 
     def burst(self, key, start, end, level, culprit=True):
@@ -169,15 +170,16 @@ def dedicated_full_load(seed):
 
 
 def fleet(seed, hosts=50, vms_per_host=20, seconds=DAY):
-    """1,000 VMs on 50 hosts for a day: daily load, noisy neighbours coming
-    and going at random, a few burstable and dedicated VMs."""
+    """1,000 VMs on 50 hosts for a day: daily load (a fifth of the VMs busy
+    ones), noisy neighbours coming and going at random, a few burstable and
+    dedicated VMs."""
     host_cpus = 32
     build = Builder("fleet", seed, dict(("hv-%02d" % n, host_cpus) for n in range(1, hosts + 1)), seconds)
     rng = build.rng
     for host_number in range(1, hosts + 1):
         host = "hv-%02d" % host_number
         curve = build.daily_curve(0.25, 1.0, phase=rng.uniform(-2, 2))
-        peak = rng.uniform(0.6, 0.95)
+        peak = rng.uniform(0.7, 1.0)
         specs = []
         for number in range(1, vms_per_host + 1):
             roll = rng.random()
@@ -191,8 +193,12 @@ def fleet(seed, hosts=50, vms_per_host=20, seconds=DAY):
                 build.vm(host, name, vm_class, vcpus, vcpus * rng.uniform(0.5, 1.0), sigma=0.05)
                 continue
             baseline = round(0.2 * vcpus, 2) if vm_class == "burstable" else None
-            key = build.vm(host, name, vm_class, vcpus, per_vcpu * vcpus * rng.uniform(0.7, 1.3), sigma=0.08,
-                           curve=curve, baseline_cpus=baseline)
+            # A fifth of the VMs are busy ones, wanting twice the host's mean
+            # per vCPU (but never flat out, which is what the noisy do): those
+            # a noisy neighbour makes wait.
+            share = rng.uniform(1.8, 2.4) if rng.random() < 0.2 else rng.uniform(0.5, 1.1)
+            key = build.vm(host, name, vm_class, vcpus, per_vcpu * vcpus * share, sigma=0.08,
+                           curve=curve, baseline_cpus=baseline, ceiling=0.8)
             if vm_class == "shared" and rng.random() < 0.08:
                 start = rng.uniform(0, seconds - 2 * HOUR)
                 build.burst(key, start, start + rng.uniform(1200, 7200), 0.95 * vcpus)

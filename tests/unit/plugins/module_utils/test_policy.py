@@ -248,7 +248,7 @@ def test_not_calm_means_no_relax():
 def test_tightening_after_a_relax_is_a_reversal_that_doubles_the_cooldown():
     states = {"batch-1": {"cap": 3.4, "rule": "contain", "capped_at": NOW - 900, "changed_at": NOW - 20,
                           "direction": "loosen"}}
-    vms = noisy_host(victim_steal=0.6, culprit_used=3.4, states=states)
+    vms = noisy_host(victim_steal=0.6, culprit_used=3.4, culprit_steal=4.3, states=states)
     vms[0]["cap_cpus"] = 3.4
     for entry in vms[1:4]:
         entry["usage"]["cpus_used"] = 1.45
