@@ -75,7 +75,7 @@ def snapshot(hosts, per_host, seed=1):
 def timed(function, repeat):
     times = []
     result = None
-    for _ in range(repeat):
+    for _round in range(repeat):
         started = time.perf_counter()
         result = function()
         times.append(time.perf_counter() - started)
@@ -97,7 +97,7 @@ def bench_decision(hosts, per_host):
     seconds, plan = timed(lambda: policy.decide(host_list, vms, NOW, params), 5)
     naive_hosts, naive_by_host = naive_views(host_list, vms)
     naive = NaiveThreshold(naive_hosts, [])
-    naive_seconds, _ = timed(lambda: naive.decide(NOW, naive_hosts, naive_by_host), 5)
+    naive_seconds = timed(lambda: naive.decide(NOW, naive_hosts, naive_by_host), 5)[0]
     kinds = {}
     for action in plan["actions"]:
         kinds[action["action"]] = kinds.get(action["action"], 0) + 1
@@ -141,7 +141,7 @@ def bench_scenarios():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--vms-per-host", type=int, default=10)
     parser.add_argument("--no-replay", action="store_true", help="skip the 24 h fleet replay")

@@ -155,7 +155,7 @@ def _read_trace(path, hosts):
             time = _float(_cell(row, at["time"], where, "time"), where, "time")
             if last_time is None or time != last_time:
                 if last_time is not None and time < last_time:
-                    raise _error(where, "time", time, "at least %g: time may not go backwards" % last_time)
+                    raise _error(where, "time", time, "at least %s: time may not go backwards" % last_time)
                 if trace is None:
                     trace = Trace(path, 1.0, hosts, start=time)
                 elif index == 0:

@@ -54,7 +54,7 @@ def test_step_holds_each_value_until_the_next_point():
     points = [tuple(float(v) for v in pair.split(",")) for pair in re.findall(r"-?[\d.]+,-?[\d.]+", data)]
     # every move is horizontal or vertical, never a slope
     assert all(a[0] == b[0] or a[1] == b[1] for a, b in zip(points, points[1:]))
-    assert len(set(y for _, y in points)) == 2
+    assert len(set(point[1] for point in points)) == 2
 
 
 def test_coordinates_stay_in_the_plot_and_have_one_decimal():
