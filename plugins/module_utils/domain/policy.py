@@ -178,6 +178,7 @@ def host_view(host, index=0):
     return {
         "name": host["name"], "cpus": cpus, "avg10": avg10, "avg60": avg60,
         "cpus_used": _number(field + ".cpus_used", host.get("cpus_used")),
+        "procs_running": _number(field + ".procs_running", host.get("procs_running")),
         "paused": bool(host.get("paused")),
         "node": None if node is None else {
             "name": node["name"], "gated": bool(node.get("gated") or node.get("gate")),
@@ -287,17 +288,18 @@ def entitlements(host, vms, states=None):
 
 # ---------------------------------------------------------------- the cycle
 
-def decide(hosts, vms, now, params=None):
-    """The plan of one cycle. hosts and vms as host_view/vm_view accept
-    (raw dicts are checked here); now in seconds since the epoch. Returns
-    {actions, deferred, held, notes, state: {vms: {key: state or None},
-    nodes: {name: state or None}}} where state lists only objects whose
-    state changed (None: clear it)."""
-    params = params if params is not None and "trigger_m" in params else parameters(params)
-    host_views = [h if "avg10" in h else host_view(h, i) for i, h in enumerate(hosts)]
+def decide(hosts, vms, now, params=None, views=False):
+    """The plan of one cycle. hosts and vms as host_view/vm_view accept,
+    checked here, or (views=True, the simulator's fast path) their views
+    already; now in seconds since the epoch; params as parameters() takes
+    them. Returns {actions, deferred, held, notes, state: {vms: {key: state
+    or None}, nodes: {name: state or None}}} where state lists only objects
+    whose state changed (None: clear it)."""
+    params = parameters(params)
+    host_views = hosts if views else [host_view(h, i) for i, h in enumerate(hosts)]
     by_host = dict((h["name"], []) for h in host_views)
     for index, vm in enumerate(vms):
-        view = vm if "key" in vm else vm_view(vm, index)
+        view = vm if views else vm_view(vm, index)
         if view["host"] not in by_host:
             raise ValueRangeError("vms[%d].host" % index, view["host"], "one of the hosts given")
         by_host[view["host"]].append(view)
@@ -327,7 +329,7 @@ class Cycle(object):
     def host(self, host, vms):
         params = self.params
         states = {}
-        quiet, min_steal, trigger_n = [], params["min_steal_cpus"], params["trigger_n"]
+        min_steal, trigger_n = params["min_steal_cpus"], params["trigger_n"]
         used_total, stateful = 0.0, False
         for vm in vms:
             used_total += vm["used"]
@@ -388,7 +390,7 @@ class Cycle(object):
 
     def _cap_after(self, vm):
         """The VM's cap once this cycle's actions so far are applied."""
-        return self.claimed.get(vm["key"], vm["cap"]) if vm["key"] in self.claimed else vm["cap"]
+        return self.claimed[vm["key"]] if vm["key"] in self.claimed else vm["cap"]
 
     def _ours(self, vm, state):
         return state.get("cap") is not None and vm["cap"] is not None
@@ -417,7 +419,8 @@ class Cycle(object):
         node = host["node"]
         avg10, avg60 = host["avg10"], host["avg60"]
         state = dict(node["policy"])
-        signals = {"pressure_some_avg10": avg10, "pressure_some_avg60": avg60}
+        signals = {"pressure_some_avg10": avg10, "pressure_some_avg60": avg60,
+                   "procs_running": host["procs_running"]}
         if avg10 is None or avg60 is None:
             return
         if not node["gated"]:
@@ -475,7 +478,7 @@ class Cycle(object):
         cpus = host["cpus"]
         names = [v["name"] for v in victims]
         signals = {"victims": names, "idle_cpus": round(idle, 3), "host_cpus": cpus,
-                   "pressure_some_avg10": host["avg10"]}
+                   "pressure_some_avg10": host["avg10"], "procs_running": host["procs_running"]}
         if idle >= params["idle_guard_share"] * cpus:
             self.notes.append({"object": host["name"], "rule": "work_conservation",
                                "note": "%s wait for CPU but %.2f of %g CPUs are idle: nothing throttled"

@@ -135,7 +135,8 @@ class Overcommit(object):
     def __init__(self, hosts, views, params=None):
         self.params = policy.parameters(params)
         self.hosts = [{"name": host["name"], "cpus": host["cpus"], "avg10": None, "avg60": None, "cpus_used": None,
-                       "paused": False, "node": {"name": host["name"], "gated": False, "policy": {}}}
+                       "procs_running": None, "paused": False,
+                       "node": {"name": host["name"], "gated": False, "policy": {}}}
                       for host in hosts]
         self.by_name = dict((host["name"], host) for host in self.hosts)
         self.views = views
@@ -148,7 +149,7 @@ class Overcommit(object):
             mine["avg10"], mine["avg60"] = host["avg10"], host["avg60"]
         for view in self.views:
             view["state"] = self.states.get(view["key"], {})
-        plan = policy.decide(self.hosts, self.views, now, self.params)
+        plan = policy.decide(self.hosts, self.views, now, self.params, views=True)
         self.last_plan = plan
         for key, state in plan["state"]["vms"].items():
             if state:

@@ -7,11 +7,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits, policy
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import metrics
 
 NOW = 1_700_000_000
 
@@ -378,3 +380,12 @@ def test_credits_over_a_day_match_the_formula_within_one_percent():
 def test_the_same_input_gives_the_same_plan():
     vms = noisy_host(victim_steal=0.6)
     assert decide([host()], vms) == decide([host()], json.loads(json.dumps(vms)))
+
+
+def test_docs_explain_every_parameter_and_metric():
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "policy.md")
+    with open(docs) as handle:
+        text = handle.read()
+    names = list(policy.PARAMETERS) + [name for name in metrics.METRICS if not name.startswith("containment_")]
+    assert [name for name in names if "`%s`" % name not in text] == []
+    assert "`containment_p50/p95/p99_intervals`" in text
