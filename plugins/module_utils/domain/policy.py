@@ -27,7 +27,9 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
   credits_earned     let it burst again once it has earned enough;
   relax              after a calm period and a cooldown, raise a cap one step
                      (at most relax_step_share of its vCPUs a cycle, and only
-                     into idle CPU while the VM still presses its cap);
+                     into idle CPU while the VM still presses its cap); on a
+                     host still contended, only the caps of VMs that are no
+                     longer culprits;
   restore            when a step would reach the VM's vCPUs, restore exactly;
   open_calm          open a node gated for gate_hold_seconds and calm for
                      open_calm_seconds.
@@ -253,6 +255,13 @@ def waits(vm, params, ratio):
         return True
     pressure = vm["pressure"]
     return pressure is not None and pressure >= params["victim_pressure"] * ratio / params["victim_steal_ratio"]
+
+
+def is_culprit(vm, want, ent, params):
+    """Whether a VM wanting `want` CPUs takes enough above its entitlement
+    `ent` to be throttled for others' sake."""
+    return want - ent >= params["culprit_min_excess_cpus"] and (
+        want >= params["culprit_ratio"] * ent or want >= params["culprit_busy_share"] * vm["vcpus"])
 
 
 def floor_of(vm, params):
@@ -492,8 +501,7 @@ class Cycle(object):
             if vm["cap"] is not None and not self._ours(vm, state):
                 continue
             want, ent = wanted(vm), ents[vm["key"]]
-            if want - ent >= params["culprit_min_excess_cpus"] and (
-                    want >= params["culprit_ratio"] * ent or want >= params["culprit_busy_share"] * vm["vcpus"]):
+            if is_culprit(vm, want, ent, params):
                 candidates.append((want - ent, vm, want, ent))
         candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
         # The biggest culprit, and those whose excess is comparable to it:
@@ -536,13 +544,21 @@ class Cycle(object):
         calm = not any(vm["cap"] is None and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
             (host["avg10"] is None or host["avg10"] < params["pressure_relax"])
         room = idle - params["headroom_share"] * host["cpus"]
+        ents = None
         for vm in sorted(vms, key=lambda v: v["key"]):
             state = states[vm["key"]]
             if not self._ours(vm, state) or state.get("rule") != "contain" or vm["key"] in self.claimed:
                 continue
+            want = wanted(vm)
+            innocent = False
             if not calm:
-                state.pop("calm_since", None)
-                continue
+                # A contended host keeps its culprits capped; a VM that no
+                # longer is one gets its CPU back, step by step, all the same.
+                ents = ents or entitlements(host, vms, states)
+                innocent = not is_culprit(vm, want, ents[vm["key"]], params)
+                if not innocent:
+                    state.pop("calm_since", None)
+                    continue
             state.setdefault("calm_since", now)
             calm_for = now - state["calm_since"]
             since_change = now - state.get("changed_at", now)
@@ -550,24 +566,27 @@ class Cycle(object):
             if calm_for < params["relax_calm_seconds"] or (state.get("direction") == TIGHTEN and since_change < cooldown):
                 continue
             cap, step = vm["cap"], params["relax_step_share"] * vm["vcpus"]
-            want = wanted(vm)
             signals = {"cpus_used": vm["used"], "wanted_cpus": round(want, 3), "cap_cpus": cap,
                        "idle_cpus": round(idle, 3), "calm_seconds": calm_for}
-            if want < params["busy_share"] * cap:
+            if innocent:
+                new_cap, why = cap + step, "it no longer takes far above its entitlement (wants %.2f CPUs)" % want
+                context = "host still contended for %d s" % calm_for
+            elif want < params["busy_share"] * cap:
                 new_cap, why = cap + step, "it uses %.2f of its %g CPUs" % (vm["used"], cap)
+                context = "host calm for %d s" % calm_for
             else:
                 grow = min(step, room)
                 if grow < params["min_change_cpus"]:
                     continue
                 room -= grow
                 new_cap, why = cap + grow, "it presses its cap and %.2f CPUs are idle" % idle
+                context = "host calm for %d s" % calm_for
             if new_cap >= vm["vcpus"] - 1e-9:
-                self._propose("restore", host, vm, None, "restore",
-                              "host calm for %d s and %s: restored exactly" % (calm_for, why), signals,
-                              state=self._restored(state))
+                self._propose("restore", host, vm, None, "restore", "%s and %s: restored exactly" % (context, why),
+                              signals, state=self._restored(state))
             else:
                 self._propose("relax", host, vm, new_cap, "relax",
-                              "host calm for %d s and %s: cap raised one step to %.2f CPUs" % (calm_for, why, new_cap),
+                              "%s and %s: cap raised one step to %.2f CPUs" % (context, why, new_cap),
                               signals, state=self._loosened(state, new_cap))
 
     # -- state transitions of a VM's cap

@@ -240,11 +240,19 @@ def test_the_last_step_is_the_exact_restore():
     assert "cap" not in state and state["restored_at"] == NOW
 
 
-def test_not_calm_means_no_relax():
-    vms = [capped_culprit(0.2, 0.0, calm_since=NOW - 600)] + quiet_others()
+def test_a_contended_host_keeps_its_culprits_capped():
+    vms = [capped_culprit(3.0, 4.5, calm_since=NOW - 600)] + quiet_others()
     vms[1]["usage"]["steal_cpus"] = 0.2  # web-1 waits 17 %: above the relax threshold
     plan = decide([host()], vms)
     assert [a for a in plan["actions"] if a["action"] in ("relax", "restore")] == []
+    assert "calm_since" not in plan["state"]["vms"]["hv-1/batch-1"]
+
+
+def test_a_vm_that_stopped_being_a_culprit_gets_its_cpu_back_even_on_a_contended_host():
+    vms = [capped_culprit(1.0, 0.2, calm_since=NOW - 600)] + quiet_others()
+    vms[1]["usage"]["steal_cpus"] = 0.2
+    plan = decide([host()], vms)
+    assert kinds(plan) == [("relax", "batch-1")] and "no longer" in plan["actions"][0]["reason"]
 
 
 def test_tightening_after_a_relax_is_a_reversal_that_doubles_the_cooldown():
