@@ -88,16 +88,15 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
                     view["used"] = round(used[offset], 3)
                     view["steal"] = round(steal[offset], 3)
                     view["cap"] = caps[offset]
-        for run in runs:
+        for position, run in enumerate(runs):
             for host in run.hosts:
                 model = run.models[host["name"]]
                 host["avg10"], host["avg60"] = round(model.avg10, 2), round(model.avg60, 2)
-            first = index == 0
             actions = run.controller.decide(now, run.hosts, run.views_by_host)
             _apply(run, actions, trace)
             for key, baseline in burstable:
-                run.metrics.credits(key, baseline, views_index[runs.index(run)][key]["used"],
-                                    run.controller.credits(key), first)
+                run.metrics.credits(key, baseline, views_index[position][key]["used"], run.controller.credits(key),
+                                    index == 0)
         if index % step == step - 1 or index == trace.count - 1:
             _sample(series, runs, views_index, plotted_host, plotted, trace, index, step)
     return {"policies": dict((run.name, run.metrics.result()) for run in runs),
