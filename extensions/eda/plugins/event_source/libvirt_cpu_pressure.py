@@ -2,28 +2,63 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Event-Driven Ansible source: CPU use and steal of the domains of a libvirt
-host, for rulebooks that throttle (or restore) on pressure.
-
-Every `interval` seconds it measures every running domain from two
-domain-stats samples `sample_seconds` apart (as libvirt_cputune_info does) and
-puts one event per domain using at least `min_cpus` CPUs or seeing at least
-`min_steal_cpus` CPUs of steal:
-
-    {"libvirt_cpu": {"uri": ..., "name": ..., "class": ..., "vcpus": ...,
-                     "cap_cpus": ..., "throttled": bool, "usage": {"cpus_used": ..., "steal_cpus": ...}}}
-
-Arguments: uri (default qemu:///system), interval (30), sample_seconds (2),
-min_cpus (0.0), min_steal_cpus (0.0), class_namespace, rounds (0 = forever).
-
-    sources:
-      - overcommit.control.libvirt_cpu_pressure:
-          uri: qemu:///system
-          min_cpus: 1.5
-"""
+host, for rulebooks that throttle (or restore) on pressure."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+short_description: CPU use and steal of the domains of a libvirt host, as events
+description:
+  - Every O(interval) seconds, measures every running domain of the host from two domain-stats samples
+    O(sample_seconds) apart (as M(overcommit.control.libvirt_cputune_info) does) and puts one event per
+    domain that uses at least O(min_cpus) CPUs B(and) sees at least O(min_steal_cpus) CPUs of steal (both
+    thresholds must be met; leave one at 0 to filter on the other only).
+  - 'Each event is C({"libvirt_cpu": {"uri", "name", "class", "vcpus", "cap_cpus", "throttled",
+    "usage": {"cpus_used", "steal_cpus"}}}).'
+  - libvirt calls run off the rulebook's event loop.
+options:
+  uri:
+    description: libvirt connection URI of the hypervisor.
+    type: str
+    default: qemu:///system
+  interval:
+    description: Seconds between rounds of measurement.
+    type: float
+    default: 30
+  sample_seconds:
+    description: Seconds between the two domain-stats samples of a round.
+    type: float
+    default: 2
+  min_cpus:
+    description: CPUs a domain must use for an event.
+    type: float
+    default: 0.0
+  min_steal_cpus:
+    description: CPUs of steal a domain must see for an event.
+    type: float
+    default: 0.0
+  class_namespace:
+    description: XML namespace of the domain metadata element that declares its class.
+    type: str
+    default: https://overcommit.control/xmlns/vm/1
+  rounds:
+    description: Rounds to run before the source ends; 0 runs forever.
+    type: int
+    default: 0
+"""
+
+EXAMPLES = r"""
+- overcommit.control.libvirt_cpu_pressure:
+    uri: qemu:///system
+    interval: 10
+    min_cpus: 1.5
+
+- overcommit.control.libvirt_cpu_pressure:
+    min_steal_cpus: 0.2
+"""
 
 import asyncio
 import time
