@@ -35,8 +35,9 @@ description:
     desired cap; so does a stopped VirtualMachine named in O(names), so that it does not start braked.
   - "Refused with the reason, VMI by VMI: VMs with dedicated CPUs (C(dedicatedCpuPlacement), which cannot be resized
     even with O(force)); VMs of class V(dedicated) (the C(<prefix>class) label on the VMI or its VM) or with realtime
-    vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a limit that would change the pod's QoS class
-    or be under the container's CPU request; a VMI with no running launcher pod."
+    vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a cap at or above the VM's vCPU count, which
+    caps nothing (even with O(force)); a limit that would change the pod's QoS class or be under the container's CPU
+    request; a VMI with no running launcher pod."
   - Every resize and every failure on a VMI emits a Kubernetes Event on it (C(CPULimitApplied), C(CPULimitRestored),
     C(CPULimitFailed)), so no failure is silent, also when nobody reads the task's output.
 author:
@@ -79,6 +80,8 @@ options:
   cpus:
     description:
       - The cap for the whole VM, as a CPU quantity (V(2), V(1.5), V(1500m)). Required with O(state=throttled).
+      - It must be under the VM's vCPU count. A larger cap caps nothing (V(500) is 500 CPUs, not 500m), so that VMI
+        fails, naming O(cpus) and its vCPUs, before anything is written.
     type: str
   reason:
     description:

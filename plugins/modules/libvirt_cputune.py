@@ -27,6 +27,8 @@ description:
     refused with the reason.
   - Dedicated domains (pinned vCPUs, realtime scheduling, or class C(dedicated)) are refused, and so are
     caps under the floor of the shared class, unless O(force=true).
+  - A cap that caps nothing, at or above the domain's vCPU count (or, per vCPU, at or above one CPU), is refused
+    for that domain before anything is written to it.
   - Every value is checked against libvirt's ranges before anything changes. One domain failing
     (unknown, shut off with O(apply=live), a host without a cgroup CPU controller) neither hides nor stops
     the others; the task then fails and lists each failure.
@@ -61,6 +63,9 @@ options:
   cpus:
     description:
       - The cap in CPUs, for the whole domain (O(scope=domain)) or for each vCPU (O(scope=vcpu)).
+      - It must be under the domain's vCPU count (O(scope=domain)) or under 1 (O(scope=vcpu)). A larger cap caps
+        nothing (a value meant as millicores, V(500) for 500m, would be one), so that domain fails, naming O(cpus)
+        and its vCPUs, before anything is written to it. O(force) does not override this.
       - Mutually exclusive with O(quota).
     type: float
   scope:
@@ -79,6 +84,8 @@ options:
     description:
       - Raw CFS quota in microseconds per O(period) instead of O(cpus), 1000..17592186044415, or negative
         for no limit.
+      - Like O(cpus), a quota that allows the domain its vCPU count or more (each vCPU one CPU or more with
+        O(scope=vcpu)) caps nothing and fails that domain.
     type: int
   shares:
     description:

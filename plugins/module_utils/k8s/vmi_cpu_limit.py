@@ -25,7 +25,7 @@ import copy
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError, check_cap_brakes
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, quantity
 
 THROTTLED, RESTORED, RECONCILED = "throttled", "restored", "reconciled"
@@ -73,7 +73,7 @@ def check_request(params):
     if not 0 <= params["floor"] <= 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
     prefix = metadata.check_prefix(params["prefix"])
-    return {"state": state, "cpus": cpus, "headroom": float(params["headroom"]), "floor": float(params["floor"]),
+    return {"state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
             "force": bool(params.get("force")), "prefix": prefix,
             "keys": {"desired": prefix + DESIRED, "applied": prefix + APPLIED, "record": prefix + RECORD,
                      "class": prefix + CLASS_LABEL}}
@@ -361,6 +361,9 @@ def target(view, pod, request):
     if cpus is None:
         return None, None
     check_class(view, cpus, request, forced=bool((earlier_record(view)[1] or {}).get("forced")))
+    if request["state"] == THROTTLED:
+        # A limit at or above the vCPU count is no brake: refused before anything is written.
+        check_cap_brakes("cpus", request.get("cpus_text", cpus), cpus, view["vcpus"])
     if pod is None:
         raise LimitRefusal("no running virt-launcher pod")
     check_resize(pod, cpus)

@@ -134,6 +134,8 @@ class CpuTuneRunner(object):
         capped_cpus = plan.domain_cpus(self.cap, state["vcpus"])
         vm_class.check_throttle(state["vm_class"], state["class_reason"], state["vcpus"], capped_cpus,
                                 self.params["floor"], self.params["force"])
+        field = "quota" if self.params["cpus"] is None else "cpus"
+        plan.check_cap_brakes(self.cap, state["vcpus"], field, self.params[field])
         fields = {"reason": self.params["reason"], "time": self.now, "by": self.requested_by,
                   "class": state["vm_class"], "scope": self.params["scope"], "cpus": capped_cpus}
         return plan.plan_throttle(state, self.cap, targets, dict((k, v) for k, v in fields.items() if v is not None))

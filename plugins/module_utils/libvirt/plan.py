@@ -76,6 +76,18 @@ def domain_cpus(values, vcpus):
     return min(candidates) if candidates else None
 
 
+def check_cap_brakes(cap, vcpus, field, value):
+    """Refuses a cap (cap_values) that caps nothing on a domain of `vcpus`
+    vCPUs: a whole-domain cap of `vcpus` CPUs or more, or a per-vCPU cap of
+    one CPU or more. Raises cpu.ValueRangeError naming `field` (cpus or quota)
+    and the domain's vCPUs; shares and emulator caps alone pass."""
+    if cap.get("global_quota") is not None:
+        cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["global_quota"], cap["global_period"]), vcpus)
+    if cap.get("vcpu_quota") is not None:
+        cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["vcpu_quota"], cap["vcpu_period"]), vcpus,
+                             per_vcpu=True)
+
+
 def live_equivalent(config_values):
     """Live values a domain started from this persistent config would have
     (shares left out when the config does not set them)."""

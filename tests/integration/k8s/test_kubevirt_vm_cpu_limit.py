@@ -430,6 +430,31 @@ def test_each_refusal_names_its_reason_changes_nothing_and_emits_a_warning(run_a
     assert "dedicated CPUs" in still_refused["vms"][0]["msg"]
 
 
+def test_a_cap_at_or_above_the_vcpus_fails_that_vmi_and_changes_nothing(run_as, fleet):
+    one_vcpu = fleet.vmi(cores=1, vm=True)
+    two_vcpus = fleet.vmi(cores=2, limits={"cpu": "4"}, vm=True)
+    fine = fleet.vmi(cores=4)
+    pods = dict((name, fleet.pod_of(name).metadata.name) for name in (one_vcpu, two_vcpus))
+
+    result = brake(run_as, [one_vcpu, two_vcpus, fine], cpus="2", reason="INC-10")
+    assert result["failed"] is True
+    results = by_name(result)
+    assert results[one_vcpu]["msg"].startswith("cpus='2' is out of range") and "1 vCPU" in results[one_vcpu]["msg"]
+    assert "VM's 2 vCPUs" in results[two_vcpus]["msg"] and "caps nothing" in results[two_vcpus]["msg"]
+    assert results[fine]["changed"] is True and fleet.compute_limits(fine) == {"cpu": "2"}
+    # 500 meant as 500m is refused even when forced.
+    forced = brake(run_as, [one_vcpu], cpus="500", reason="INC-10", force=True)
+    assert forced["failed"] is True and "cpus='500'" in forced["vms"][0]["msg"]
+
+    for name in (one_vcpu, two_vcpus):
+        assert not any(key.startswith(PREFIX) for key in fleet.annotations(name)), name
+        assert not any(key.startswith(PREFIX) for key in fleet.vm_annotations(name)), name
+        assert fleet.pod_of(name).metadata.name == pods[name]
+    assert fleet.compute_limits(one_vcpu) is None
+    assert fleet.compute_limits(two_vcpus) == {"cpu": "4"}
+    assert [event[:2] for event in fleet.events(one_vcpu)] == [("Warning", "CPULimitFailed")] * 2
+
+
 def test_bad_input_is_refused_before_any_api_call(lab):
     server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
     cases = [({"names": ["x"], "cpus": "1 CPU"}, "cpus"), ({"names": ["x"], "cpus": "0"}, "cpus"),

@@ -169,6 +169,44 @@ def test_out_of_range_values_are_refused_before_any_change(idle4, args, field):
     assert sched(idle4) == before
 
 
+def throttle_record_in_xml(domain):
+    """Whether the live or persistent XML of a domain carries a throttle record."""
+    xmls = [domain.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)] + ([domain.XMLDesc(0)] if domain.isActive() else [])
+    return any("xmlns/throttle" in xml for xml in xmls)
+
+
+def test_a_cap_that_caps_nothing_fails_that_domain_before_any_write(libvirt_conn, idle4):
+    idle1 = libvirt_conn.lookupByName("oc-lab-idle-1")
+    before = sched(idle1)
+    # 1000 meant as 1000m: on a 1-vCPU guest it would be no brake at all.
+    result = cputune({"domains": ["oc-lab-idle-1", "oc-lab-idle-4"], "cpus": 1000, "reason": "INC-9"})
+    assert result["failed"], result
+    entries = by_name(result)
+    msg = entries["oc-lab-idle-1"]["msg"]
+    assert msg.startswith("cpus=1000.0 is out of range") and "1 vCPU" in msg and "caps nothing" in msg, msg
+    assert entries["oc-lab-idle-4"]["failed"] and "4 vCPUs" in entries["oc-lab-idle-4"]["msg"]
+    assert sched(idle1) == before and not throttle_record_in_xml(idle1)
+    assert not throttle_record_in_xml(idle4)
+
+    # The same task shape with a cap that brakes the 4-vCPU guest: only the 1-vCPU one is refused.
+    mixed = cputune({"domains": ["oc-lab-idle-1", "oc-lab-idle-4"], "cpus": 1, "reason": "INC-9"})
+    entries = by_name(mixed)
+    assert mixed["failed"] and entries["oc-lab-idle-1"]["failed"] and "1 vCPU" in entries["oc-lab-idle-1"]["msg"]
+    assert entries["oc-lab-idle-4"]["changed"] and idle4.schedulerParametersFlags(LIVE)["global_quota"] == 100000
+    assert sched(idle1) == before and not throttle_record_in_xml(idle1)
+
+
+def test_a_per_vcpu_cap_of_one_cpu_or_more_fails_before_any_write(idle4):
+    before = sched(idle4)
+    for args in ({"scope": "vcpu", "cpus": 1}, {"scope": "vcpu", "quota": 150000}):
+        result = cputune(dict(args, domains=["oc-lab-idle-4"]))
+        assert result["failed"] and not result["changed"], result
+        field = "cpus" if "cpus" in args else "quota"
+        msg = result["domains"][0]["msg"]
+        assert msg.startswith(field + "=") and "per vCPU" in msg and "4 vCPUs" in msg, msg
+        assert sched(idle4) == before and not throttle_record_in_xml(idle4)
+
+
 def test_shut_off_domain_live_only_fails_and_config_is_changed(libvirt_conn, restore_after):
     restore_after.append("oc-lab-busy-2")
     shut_off = libvirt_conn.lookupByName("oc-lab-busy-2")

@@ -148,6 +148,20 @@ def test_refusals_name_their_reason():
         brake.target(view(vmi()), None, req)
 
 
+def test_a_cap_at_or_above_the_vcpus_is_refused_even_when_forced():
+    for cores, cpus in ((1, "1000"), (1, "1"), (4, "4"), (4, "4500m"), (2, "500")):
+        for force in (False, True):
+            with pytest.raises(ValueRangeError) as error:
+                brake.target(view(vmi(cores=cores)), pod(), request(cpus=cpus, force=force))
+            assert error.value.field == "cpus" and error.value.value == cpus
+            assert "VM's %d vCPU" % cores in str(error.value) and "caps nothing" in str(error.value)
+    assert brake.target(view(vmi(cores=4)), pod(), request(cpus="3999m")) == (3.999, "throttle")
+    # Only a throttle is checked: restore raises the limit to the vCPUs plus headroom on purpose.
+    limited = pod(limits={"cpu": "1"})
+    assert brake.target(view(vmi(cores=1, annotations={PREFIX + "cpu-limit": "1"})), limited,
+                        request(state="restored", cpus=None))[1] == "restore"
+
+
 def test_a_forced_cap_stays_forced_for_the_reconcile():
     record = json.dumps(dict(FIELDS, previous=None, forced=True))
     forced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": record}))
