@@ -61,6 +61,8 @@ options:
     description:
       - Names of the VirtualMachineInstances to act on, in O(namespace) (a VMI has its VM's name). With
         O(state=throttled) a name without a VMI fails (only a running VM can be braked).
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -228,6 +230,7 @@ def main():
             prefix=dict(type="str", default=DEFAULT_PREFIX),
         ),
         failed={"vms": []},
+        name_fields=("names",),
     )
     request = module.checked(vmi_cpu_limit.check_request)
     runner_args = (request, record_fields(module.params), clock, socket.gethostname())

@@ -43,6 +43,8 @@ options:
   domains:
     description:
       - Names of the domains to act on.
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -219,12 +221,13 @@ domains:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    CpuTuneRunner, selection_argument_spec)
+    NAME_FIELDS, CpuTuneRunner, selection_argument_spec)
 
 
 def main():
@@ -253,6 +256,7 @@ def main():
     )
     if not HAS_LIBVIRT:
         module.fail_json(msg=missing_required_lib("libvirt-python"))
+    fail_on_bad_names(module, NAME_FIELDS)
     try:
         client = LibvirtClient(module.params["uri"])
     except LibvirtClientError as exc:

@@ -17,6 +17,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client 
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
 
 WORKERS = 4
+# The options of the libvirt modules that are lists of domain names.
+NAME_FIELDS = ("domains",)
 
 
 def selection_argument_spec():

@@ -455,6 +455,21 @@ def test_a_cap_at_or_above_the_vcpus_fails_that_vmi_and_changes_nothing(run_as, 
     assert [event[:2] for event in fleet.events(one_vcpu)] == [("Warning", "CPULimitFailed")] * 2
 
 
+def test_a_name_with_surrounding_spaces_is_refused_before_any_api_call(lab, fleet):
+    first, second = fleet.vmi(cores=4, vm=True), fleet.vmi(cores=4)
+    server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
+    with ApiProxy(server, ca_cert) as proxy:
+        result = run_module("kubevirt_vm_cpu_limit", {"namespace": NAMESPACE, "names": [first, " " + second],
+                                                      "cpus": "2", "host": proxy.url, "api_key": token})
+    assert result["failed"] is True and result["field"] == "names" and result["vms"] == [], result
+    assert result["msg"].startswith("names[1]=' %s' has surrounding spaces" % second), result["msg"]
+    assert proxy.requests == []
+    for name in (first, second):
+        assert not any(key.startswith(PREFIX) for key in fleet.annotations(name)), name
+        assert fleet.compute_limits(name) is None and fleet.events(name) == []
+    assert not any(key.startswith(PREFIX) for key in fleet.vm_annotations(first))
+
+
 def test_bad_input_is_refused_before_any_api_call(lab):
     server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
     cases = [({"names": ["x"], "cpus": "1 CPU"}, "cpus"), ({"names": ["x"], "cpus": "0"}, "cpus"),

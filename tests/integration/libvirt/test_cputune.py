@@ -207,6 +207,19 @@ def test_a_per_vcpu_cap_of_one_cpu_or_more_fails_before_any_write(idle4):
         assert sched(idle4) == before and not throttle_record_in_xml(idle4)
 
 
+def test_a_name_with_surrounding_spaces_fails_the_task_before_any_domain_changes(libvirt_conn, idle4):
+    idle1 = libvirt_conn.lookupByName("oc-lab-idle-1")
+    before = (sched(idle4), sched(idle1))
+    # "oc-lab-idle-4, oc-lab-idle-1" split on the comma by Ansible's list handling.
+    result = cputune({"domains": "oc-lab-idle-4, oc-lab-idle-1".split(","), "cpus": 0.9, "reason": "INC-11"})
+    assert result["failed"] and result["field"] == "domains" and not result.get("changed"), result
+    assert result["msg"].startswith("domains[1]=' oc-lab-idle-1' has surrounding spaces"), result["msg"]
+    assert (sched(idle4), sched(idle1)) == before
+    assert not throttle_record_in_xml(idle4) and not throttle_record_in_xml(idle1)
+    info = run_module("libvirt_cputune_info", {"domains": ["oc-lab-idle-4 "], "sample_seconds": 0}, host=HOST)
+    assert info["failed"] and info["field"] == "domains" and info["domains"] == []
+
+
 def test_shut_off_domain_live_only_fails_and_config_is_changed(libvirt_conn, restore_after):
     restore_after.append("oc-lab-busy-2")
     shut_off = libvirt_conn.lookupByName("oc-lab-busy-2")
