@@ -170,6 +170,9 @@ vms:
     pod:
       description: The launcher pod that was looked at.
       type: str
+    vcpus:
+      description: The VM's vCPUs (sockets x cores x threads of its current topology).
+      type: int
     before:
       description: Desired cap, applied record, throttle record, launcher pod and its compute CPU limit before, and
         the desired cap the VirtualMachine keeps (C(vm_desired)).
@@ -199,9 +202,21 @@ vms:
       event: {type: Normal, reason: CPULimitApplied,
               note: "compute CPU limit of pod virt-launcher-web-17-x7k2p set to 1 (was no limit)"}
 summary:
-  description: Names per outcome (changed, unchanged, skipped, failed with the reason).
+  description: Names per outcome (changed, unchanged, skipped, failed with the reason), and a report of what was done.
   returned: always
   type: dict
+  contains:
+    report:
+      description:
+        - One line per VMI, for people - the compute CPU limit now in force and what it replaced, or why it failed.
+        - A limit at or above the VM's vCPUs brakes nothing and reads C(unlimited) with the limit (restore raises the
+          limit there when the pod had none, as a limit cannot be removed). Prefixed "would be" in check mode.
+      type: list
+      elements: str
+      sample:
+        - "tenant-a/web-17: 1 CPU, was unlimited"
+        - "tenant-a/web-18: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1 CPU)"
+        - "tenant-a/web-19: failed: VMI tenant-a/web-19 not found"
 """
 
 import socket
@@ -236,7 +251,8 @@ def main():
     runner_args = (request, record_fields(module.params), clock, socket.gethostname())
     results = module.with_client(lambda client: CpuLimitRunner(client, *runner_args).run(
         module.params["namespace"], module.params["names"], module.params["label_selector"]))
-    exit_fleet(module, results, "VMI", "vms")
+    exit_fleet(module, results, "VMI", "vms",
+               describe=lambda result: vmi_cpu_limit.report_line(result, request["state"], module.check_mode))
 
 
 if __name__ == "__main__":

@@ -158,10 +158,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 summary:
-  description: Names of the domains per outcome, for a per-host summary.
+  description: Names of the domains per outcome, and a report of what was done, for a per-host summary.
   returned: always
   type: dict
   contains:
+    report:
+      description:
+        - One line per domain handled, for people - the CPU cap now in force and what it replaced (live tuning, else
+          the persistent config), shares when they changed, or why it failed; names not defined on the host are only
+          counted. Prefixed "would be" in check mode.
+      type: list
+      elements: str
+      sample: ["web-17: 0.5 CPU, was unlimited", "web-18: 0.5 CPU, unchanged", "batch-3: failed: Domain not found",
+               "2 skipped (not defined on this host)"]
     changed:
       description: Domains changed (or that would be, in check mode).
       type: list
@@ -177,7 +186,8 @@ summary:
     failed:
       description: Domain name to why it failed.
       type: dict
-  sample: {changed: [web-17], unchanged: [web-18], skipped: [], failed: {batch-3: "Domain not found"}}
+  sample: {changed: [web-17], unchanged: [web-18], skipped: [], failed: {batch-3: "Domain not found"},
+           report: ["web-17: 0.5 CPU, was unlimited", "web-18: 0.5 CPU, unchanged", "batch-3: failed: Domain not found"]}
 domains:
   description: One result per domain, in the order they were handled.
   returned: always
@@ -202,6 +212,9 @@ domains:
     class:
       description: The domain's effective class.
       type: str
+    vcpus:
+      description: The domain's current vCPUs.
+      type: int
     before:
       description: Tuning per target (C(live), C(config)) before the task, and the throttle record.
       type: dict
@@ -270,7 +283,7 @@ def main():
         module.fail_json(msg=str(exc), field=exc.field)
     results = runner.run()
     client.close()
-    exit_fleet(module, results, "domain", "domains")
+    exit_fleet(module, results, "domain", "domains", describe=runner.report_line)
 
 
 if __name__ == "__main__":

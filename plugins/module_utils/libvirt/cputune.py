@@ -122,7 +122,7 @@ class CpuTuneRunner(object):
             described = described or self.client.describe(domain)
             targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
             state = read_state(self.client, domain, self.params["class_namespace"], described, targets)
-            result["class"] = state["vm_class"]
+            result["class"], result["vcpus"] = state["vm_class"], state["vcpus"]
             if self.params["state"] == "throttled":
                 domain_plan = self.plan_throttle(state, targets)
             else:
@@ -168,6 +168,10 @@ class CpuTuneRunner(object):
         after = dict((t, c["after"]) for t, c in domain_plan["changes"].items())
         before["throttle"], after["throttle"] = record_before, record_after
         return {"changed": changed, "before": before, "after": after, "throttle": record_after}
+
+    def report_line(self, result):
+        """The result's line of the task's report (plan.report_line)."""
+        return plan.report_line(result, self.params["state"] == "restored", self.check_mode)
 
     def write_record(self, domain, state, record):
         element = domain_xml.record_xml(record) if record is not None else None

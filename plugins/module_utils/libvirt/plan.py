@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import itertools
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 
 # (period, quota) per cgroup: the domain's own cgroup ("global") is the parent
@@ -250,3 +251,36 @@ def plan_restore(state, targets):
         remaining.pop("live", None)
     record_after = dict(record, previous=remaining) if remaining else None
     return {"changes": changes, "record_before": record, "record_after": record_after}
+
+
+def cap_text(values, vcpus):
+    """The CPU cap a set of tuning values puts on a domain of `vcpus` vCPUs,
+    as people read it: "unlimited", "0.5 CPU", or "0.5 CPU per vCPU (2 CPU in
+    all)" when the per-vCPU cap is the tighter one."""
+    total = domain_cpus(values, vcpus)
+    if total is None:
+        return fleet.cpus_text(None)
+    per_vcpu = cpu.cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
+    whole = cpu.cpus_for_quota(values.get("global_quota"), values.get("global_period"))
+    if per_vcpu is not None and (whole is None or per_vcpu * vcpus < whole - 1e-9):
+        return "%g CPU per vCPU (%g CPU in all)" % (per_vcpu, total)
+    return fleet.cpus_text(total)
+
+
+def report_line(result, restore, check_mode=False):
+    """One domain's line of the task's report (fleet.cap_line): the cap now
+    in force and what it replaced, from the result's before/after tuning
+    (live, else persistent config) and its vCPUs; shares when they changed."""
+    before, after = result.get("before") or {}, result.get("after") or {}
+    target = "live" if "live" in after else "config"
+    if result.get("failed") or result.get("skipped") or target not in after:
+        return fleet.cap_line(result, restore, None, None, check_mode)
+    vcpus = result.get("vcpus") or 1
+    texts = [cap_text(before.get(target) or {}, vcpus), cap_text(after[target], vcpus)]
+    old_shares, new_shares = (before.get(target) or {}).get("cpu_shares"), after[target].get("cpu_shares")
+    if old_shares != new_shares:
+        texts = ["%s, shares %s" % (text, shares or "unset") for text, shares in zip(texts, (old_shares, new_shares))]
+    if target == "config":
+        # Only the persistent definition changed: the cap holds from the next start.
+        texts[1] += " from its next start (persistent config)"
+    return fleet.cap_line(result, restore, texts[1], texts[0], check_mode)

@@ -5,10 +5,7 @@ in the lab namespace, and deletes them. No kubelet runs in the lab, so a
 pod's spec is what the tests read: the server accepted the resize there."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -16,7 +13,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from apiproxy import ApiProxy, kubeconfig_parts
-from run_module import INVENTORY, ROOT, run_module
+from run_module import run_module
+from run_module import run_playbook as run_lab_playbook
 
 NAMESPACE = "lab"
 GROUP, VERSION = "kubevirt.io", "v1"
@@ -531,12 +529,8 @@ def test_the_shipped_role_is_enough_and_an_unbound_identity_is_told_why(run_as, 
 
 
 def run_playbook(playbook, extra_vars, kubeconfig):
-    """ansible-playbook of one of the collection's playbooks on the lab inventory."""
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
-               os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
-               K8S_AUTH_KUBECONFIG=kubeconfig)
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    """ansible-playbook of one of the collection's playbooks on the lab inventory, as an identity."""
+    return run_lab_playbook(playbook, extra_vars, env={"K8S_AUTH_KUBECONFIG": kubeconfig})
 
 
 def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
@@ -550,15 +544,21 @@ def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     # The libvirt play had no domains to act on: its tasks never ran.
     assert "throttle : Summarise what changed on this host" not in throttled.stdout
     assert re.search(r"lab-hypervisor +: ok=\d+ +changed=0 ", throttled.stdout), throttled.stdout[-1000:]
+    # Without -v the summary says per VM what cap is in force and what it replaced.
+    assert '"%s/%s: 1 CPU, was unlimited"' % (NAMESPACE, capped) in throttled.stdout, throttled.stdout[-3000:]
 
     # One VM refused (under the floor) fails the run after the other is capped.
     mixed = run_playbook("throttle.yml", {"kubevirt_vms": [capped, refused], "kubevirt_namespace": NAMESPACE,
                                           "cpus": 1.5, "reason": "INC-6 again"}, operator)
     assert mixed.returncode != 0 and "under the shared floor" in mixed.stdout, mixed.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "1500m"} and fleet.compute_limits(refused) is None
+    assert '"%s/%s: 1.5 CPU, was 1 CPU"' % (NAMESPACE, capped) in mixed.stdout, mixed.stdout[-3000:]
+    assert '"%s/%s: failed: a cap of 1.5 CPUs is under the shared floor' % (NAMESPACE, refused) in mixed.stdout
 
     restored = run_playbook("restore.yml", {"kubevirt_vms": [capped], "kubevirt_namespace": NAMESPACE, "headroom": 0.5},
                             operator)
     assert restored.returncode == 0, restored.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "4500m"}
     assert DESIRED not in fleet.annotations(capped)
+    line = "%s/%s: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1.5 CPU)" % (NAMESPACE, capped)
+    assert '"%s"' % line in restored.stdout, restored.stdout[-3000:]

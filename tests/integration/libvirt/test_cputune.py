@@ -7,7 +7,7 @@ import libvirt
 import pytest
 
 from measure import cpu_rate
-from run_module import run_module
+from run_module import run_module, run_playbook
 
 HOST = "lab-hypervisor"
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
@@ -279,3 +279,20 @@ def test_class_selection_throttles_every_domain_of_the_class(libvirt_conn, resto
     assert result["summary"]["changed"] == ["oc-lab-busy-2"]
     config = libvirt_conn.lookupByName("oc-lab-busy-2").schedulerParametersFlags(CONFIG)
     assert (config["global_period"], config["global_quota"]) == (100000, 100000)
+
+
+def test_incident_playbooks_say_per_domain_what_cap_is_in_force_and_what_it_replaced(idle4):
+    before = sched(idle4)
+    targets = ["oc-lab-idle-4", "oc-lab-not-on-this-host"]
+    throttled = run_playbook("throttle.yml", {"domains": targets, "cpus": 2, "reason": "INC-12 playbook"})
+    assert throttled.returncode == 0, throttled.stdout[-3000:]
+    # Shown without -v: one line per domain handled, the absent name only counted.
+    assert '"oc-lab-idle-4: 2 CPU, was unlimited"' in throttled.stdout, throttled.stdout[-3000:]
+    assert '"1 skipped (not defined on this host)"' in throttled.stdout
+    again = run_playbook("throttle.yml", {"domains": targets, "cpus": 1.5, "scope": "domain", "reason": "INC-12"})
+    assert '"oc-lab-idle-4: 1.5 CPU, was 2 CPU"' in again.stdout, again.stdout[-3000:]
+
+    restored = run_playbook("restore.yml", {"domains": targets})
+    assert restored.returncode == 0, restored.stdout[-3000:]
+    assert '"oc-lab-idle-4: restored to unlimited (was 1.5 CPU)"' in restored.stdout, restored.stdout[-3000:]
+    assert sched(idle4) == before
