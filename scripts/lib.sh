@@ -12,6 +12,14 @@ LAB_ENV=$LAB_HOME/lab.env
 VENV=$LAB_HOME/venv-$(sha256sum "$ROOT/requirements.txt" | cut -c1-12)
 # Collections path in which this checkout is installed as overcommit.control.
 COLLECTIONS_DIR=$ROOT/collections
+# The tests' own ANSIBLE_HOME (Ansible's tmp and galaxy cache, molecule's and
+# ansible-lint's working dirs), one per checkout: nothing is written to
+# ~/.ansible, where a copy of the collection would shadow a checkout.
+ANSIBLE_HOME_DIR=$LAB_HOME/ansible-home/$(echo "$ROOT" | sha256sum | cut -c1-8)
+# ansible-test keeps its sanity venvs and pip bootstrap under ~/.ansible/test
+# whatever ANSIBLE_HOME says, so it runs with this HOME instead (shared by the
+# checkouts of this machine, like the venv).
+ANSIBLE_TEST_HOME=$LAB_HOME/ansible-test-home
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }

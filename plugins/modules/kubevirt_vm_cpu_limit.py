@@ -35,8 +35,9 @@ description:
     desired cap; so does a stopped VirtualMachine named in O(names), so that it does not start braked.
   - "Refused with the reason, VMI by VMI: VMs with dedicated CPUs (C(dedicatedCpuPlacement), which cannot be resized
     even with O(force)); VMs of class V(dedicated) (the C(<prefix>class) label on the VMI or its VM) or with realtime
-    vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a limit that would change the pod's QoS class
-    or be under the container's CPU request; a VMI with no running launcher pod."
+    vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a cap at or above the VM's vCPU count, which
+    caps nothing (even with O(force)); a limit that would change the pod's QoS class or be under the container's CPU
+    request; a VMI with no running launcher pod."
   - Every resize and every failure on a VMI emits a Kubernetes Event on it (C(CPULimitApplied), C(CPULimitRestored),
     C(CPULimitFailed)), so no failure is silent, also when nobody reads the task's output.
 author:
@@ -60,6 +61,8 @@ options:
     description:
       - Names of the VirtualMachineInstances to act on, in O(namespace) (a VMI has its VM's name). With
         O(state=throttled) a name without a VMI fails (only a running VM can be braked).
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -79,6 +82,8 @@ options:
   cpus:
     description:
       - The cap for the whole VM, as a CPU quantity (V(2), V(1.5), V(1500m)). Required with O(state=throttled).
+      - It must be under the VM's vCPU count. A larger cap caps nothing (V(500) is 500 CPUs, not 500m), so that VMI
+        fails, naming O(cpus) and its vCPUs, before anything is written.
     type: str
   reason:
     description:
@@ -165,6 +170,9 @@ vms:
     pod:
       description: The launcher pod that was looked at.
       type: str
+    vcpus:
+      description: The VM's vCPUs (sockets x cores x threads of its current topology).
+      type: int
     before:
       description: Desired cap, applied record, throttle record, launcher pod and its compute CPU limit before, and
         the desired cap the VirtualMachine keeps (C(vm_desired)).
@@ -194,9 +202,21 @@ vms:
       event: {type: Normal, reason: CPULimitApplied,
               note: "compute CPU limit of pod virt-launcher-web-17-x7k2p set to 1 (was no limit)"}
 summary:
-  description: Names per outcome (changed, unchanged, skipped, failed with the reason).
+  description: Names per outcome (changed, unchanged, skipped, failed with the reason), and a report of what was done.
   returned: always
   type: dict
+  contains:
+    report:
+      description:
+        - One line per VMI, for people - the compute CPU limit now in force and what it replaced, or why it failed.
+        - A limit at or above the VM's vCPUs brakes nothing and reads C(unlimited) with the limit (restore raises the
+          limit there when the pod had none, as a limit cannot be removed). Prefixed "would be" in check mode.
+      type: list
+      elements: str
+      sample:
+        - "tenant-a/web-17: 1 CPU, was unlimited"
+        - "tenant-a/web-18: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1 CPU)"
+        - "tenant-a/web-19: failed: VMI tenant-a/web-19 not found"
 """
 
 import socket
@@ -225,12 +245,14 @@ def main():
             prefix=dict(type="str", default=DEFAULT_PREFIX),
         ),
         failed={"vms": []},
+        name_fields=("names",),
     )
     request = module.checked(vmi_cpu_limit.check_request)
     runner_args = (request, record_fields(module.params), clock, socket.gethostname())
     results = module.with_client(lambda client: CpuLimitRunner(client, *runner_args).run(
         module.params["namespace"], module.params["names"], module.params["label_selector"]))
-    exit_fleet(module, results, "VMI", "vms")
+    exit_fleet(module, results, "VMI", "vms",
+               describe=lambda result: vmi_cpu_limit.report_line(result, request["state"], module.check_mode))
 
 
 if __name__ == "__main__":

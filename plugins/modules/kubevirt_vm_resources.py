@@ -51,6 +51,8 @@ options:
   names:
     description:
       - Names of the VMs to act on, in O(namespace).
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -231,6 +233,7 @@ def main():
         ),
         required_one_of=[("names", "label_selector")],
         failed={"vms": []},
+        name_fields=("names",),
     )
     request = module.checked(vm_resources.check_request)
     results = module.with_client(lambda client: VmResourcesRunner(client, request).run(

@@ -27,6 +27,8 @@ description:
     refused with the reason.
   - Dedicated domains (pinned vCPUs, realtime scheduling, or class C(dedicated)) are refused, and so are
     caps under the floor of the shared class, unless O(force=true).
+  - A cap that caps nothing, at or above the domain's vCPU count (or, per vCPU, at or above one CPU), is refused
+    for that domain before anything is written to it.
   - Every value is checked against libvirt's ranges before anything changes. One domain failing
     (unknown, shut off with O(apply=live), a host without a cgroup CPU controller) neither hides nor stops
     the others; the task then fails and lists each failure.
@@ -41,6 +43,8 @@ options:
   domains:
     description:
       - Names of the domains to act on.
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -61,6 +65,9 @@ options:
   cpus:
     description:
       - The cap in CPUs, for the whole domain (O(scope=domain)) or for each vCPU (O(scope=vcpu)).
+      - It must be under the domain's vCPU count (O(scope=domain)) or under 1 (O(scope=vcpu)). A larger cap caps
+        nothing (a value meant as millicores, V(500) for 500m, would be one), so that domain fails, naming O(cpus)
+        and its vCPUs, before anything is written to it. O(force) does not override this.
       - Mutually exclusive with O(quota).
     type: float
   scope:
@@ -79,6 +86,8 @@ options:
     description:
       - Raw CFS quota in microseconds per O(period) instead of O(cpus), 1000..17592186044415, or negative
         for no limit.
+      - Like O(cpus), a quota that allows the domain its vCPU count or more (each vCPU one CPU or more with
+        O(scope=vcpu)) caps nothing and fails that domain.
     type: int
   shares:
     description:
@@ -149,10 +158,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 summary:
-  description: Names of the domains per outcome, for a per-host summary.
+  description: Names of the domains per outcome, and a report of what was done, for a per-host summary.
   returned: always
   type: dict
   contains:
+    report:
+      description:
+        - One line per domain handled, for people - the CPU cap now in force and what it replaced (live tuning, else
+          the persistent config), shares when they changed, or why it failed; names not defined on the host are only
+          counted. Prefixed "would be" in check mode.
+      type: list
+      elements: str
+      sample: ["web-17: 0.5 CPU, was unlimited", "web-18: 0.5 CPU, unchanged", "batch-3: failed: Domain not found",
+               "2 skipped (not defined on this host)"]
     changed:
       description: Domains changed (or that would be, in check mode).
       type: list
@@ -168,7 +186,8 @@ summary:
     failed:
       description: Domain name to why it failed.
       type: dict
-  sample: {changed: [web-17], unchanged: [web-18], skipped: [], failed: {batch-3: "Domain not found"}}
+  sample: {changed: [web-17], unchanged: [web-18], skipped: [], failed: {batch-3: "Domain not found"},
+           report: ["web-17: 0.5 CPU, was unlimited", "web-18: 0.5 CPU, unchanged", "batch-3: failed: Domain not found"]}
 domains:
   description: One result per domain, in the order they were handled.
   returned: always
@@ -193,6 +212,9 @@ domains:
     class:
       description: The domain's effective class.
       type: str
+    vcpus:
+      description: The domain's current vCPUs.
+      type: int
     before:
       description: Tuning per target (C(live), C(config)) before the task, and the throttle record.
       type: dict
@@ -212,12 +234,13 @@ domains:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    CpuTuneRunner, selection_argument_spec)
+    NAME_FIELDS, CpuTuneRunner, selection_argument_spec)
 
 
 def main():
@@ -246,6 +269,7 @@ def main():
     )
     if not HAS_LIBVIRT:
         module.fail_json(msg=missing_required_lib("libvirt-python"))
+    fail_on_bad_names(module, NAME_FIELDS)
     try:
         client = LibvirtClient(module.params["uri"])
     except LibvirtClientError as exc:
@@ -259,7 +283,7 @@ def main():
         module.fail_json(msg=str(exc), field=exc.field)
     results = runner.run()
     client.close()
-    exit_fleet(module, results, "domain", "domains")
+    exit_fleet(module, results, "domain", "domains", describe=runner.report_line)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ options:
   domains:
     description:
       - Names of the domains to report. With neither O(domains) nor O(classes), every domain of the host.
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -119,10 +121,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    describe_domains, selection_argument_spec)
+    NAME_FIELDS, describe_domains, selection_argument_spec)
 
 
 def main():
@@ -135,6 +138,7 @@ def main():
     )
     if not HAS_LIBVIRT:
         module.fail_json(msg=missing_required_lib("libvirt-python"))
+    fail_on_bad_names(module, NAME_FIELDS, domains=[])
     if module.params["sample_seconds"] < 0:
         module.fail_json(msg="sample_seconds=%s is out of range: allowed 0 or more" % module.params["sample_seconds"])
     try:

@@ -42,6 +42,8 @@ options:
   names:
     description:
       - Names of the nodes to act on.
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -226,6 +228,7 @@ def main():
         ),
         required_one_of=[("names", "label_selector")],
         failed={"nodes": []},
+        name_fields=("names",),
     )
     request = module.checked(gate.check_request)
     fields = record_fields(module.params)

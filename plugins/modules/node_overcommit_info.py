@@ -36,6 +36,8 @@ options:
   names:
     description:
       - Names of the nodes to report. With neither O(names) nor O(label_selector), every node is reported.
+      - Names are matched exactly; a name that is empty or has surrounding spaces (a list written as one string,
+        C("web-1, web-2")) fails the task, naming the option and the element, before anything is read or changed.
     type: list
     elements: str
     default: []
@@ -141,6 +143,7 @@ def main():
             label_selector=dict(type="str"),
             prefix=dict(type="str", default=metadata.DEFAULT_PREFIX),
         ),
+        name_fields=("names",),
     )
     prefix = module.checked(lambda params: metadata.check_prefix(params["prefix"]))
     report = module.with_client(

@@ -36,6 +36,8 @@ options:
     description:
       - Report only the hosts of these clusters (and the VMs on them). With neither O(clusters) nor O(hosts),
         every host is reported.
+      - Every name of O(clusters), O(hosts) and O(vms) is matched exactly; one that is empty or has surrounding spaces
+        fails the task, naming the option and the element, before any connection.
     type: list
     elements: str
     default: []
@@ -197,6 +199,7 @@ def main():
             return_samples=dict(type="bool", default=False),
         ),
         field_errors=(OvercommitReportError,),
+        name_fields=("clusters", "hosts", "vms"),
     )
     module.checked(validate)
     report = module.with_client(lambda client: gather(client, module.params))

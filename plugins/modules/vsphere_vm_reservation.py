@@ -42,6 +42,9 @@ options:
         or O(moids) for those.
       - At least one of O(vms), O(uuids), O(moids), O(folders) or O(clusters) is required; an empty list
         given on purpose selects nothing.
+      - Every entry of O(vms), O(uuids), O(moids), O(folders) and O(clusters) is matched exactly; one that is empty or
+        has surrounding spaces (a list written as one string, C("vm-1, vm-2")) fails the task, naming the option and the
+        element, before anything is changed.
     type: list
     elements: str
     aliases: [names]
@@ -265,6 +268,7 @@ def main():
             parallel_tasks=dict(type="int", default=16),
         ),
         field_errors=(ReservationError,),
+        name_fields=("vms", "uuids", "moids", "folders", "clusters"),
         required_one_of=[("vms", "uuids", "moids", "folders", "clusters")],
     )
     runner = ReservationRunner(None, module.params, module.check_mode, now=utc_now(),

@@ -39,3 +39,13 @@ def run_module(module, args, host="localhost", check=False, diff=False, env=None
     except (ValueError, KeyError, IndexError):
         raise AssertionError("ansible-playbook gave no result (rc %d):\n%s\n%s" % (
             completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
+
+
+def run_playbook(playbook, extra_vars, env=None):
+    """ansible-playbook of one of the collection's playbooks on the lab
+    inventory, as an operator runs it (default output, no -v)."""
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
+               os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
+    run_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    run_env.update(env or {})
+    return subprocess.run(command, env=run_env, capture_output=True, text=True, check=False)

@@ -20,11 +20,49 @@ def diff_entries(results, kind):
     return entries
 
 
-def summary(results):
+def cpus_text(cpus):
+    """A CPU cap as people read it: "0.5 CPU", or "unlimited" for None."""
+    return "unlimited" if cpus is None else "%g CPU" % cpus
+
+
+def cap_line(result, restore, now, was, check_mode=False):
+    """One object's line of a throttle or restore report: the cap now in
+    force (`now`) and what it replaced (`was`), both as text, e.g.
+    "web-17: 0.5 CPU, was unlimited" or "web-17: restored to unlimited (was
+    0.5 CPU)". A failed object gives its reason."""
+    name = result["name"]
+    if result.get("failed"):
+        return "%s: failed: %s" % (name, result.get("msg"))
+    if result.get("skipped"):
+        return "%s: skipped: %s" % (name, result.get("msg"))
+    if not result.get("changed"):
+        done = "nothing to restore" if restore else "unchanged"
+        # now None: the object was not looked at in detail (never throttled).
+        return "%s: %s" % (name, done) if now is None else "%s: %s, %s" % (name, now, done)
+    would = "would be " if check_mode else ""
+    if restore:
+        return "%s: %srestored to %s (was %s)" % (name, would, now, was)
+    return "%s: %s%s, was %s" % (name, would, now, was)
+
+
+def report(results, describe):
+    """Per object what was done, as one line each (describe(result) -> line);
+    names skipped (not on this host) are only counted, on one line, as a
+    fleet run names every target on every host (summary.skipped lists them)."""
+    lines = [describe(r) for r in results if not r.get("skipped")]
+    skipped = [r for r in results if r.get("skipped")]
+    if skipped:
+        reasons = sorted(set(r.get("msg") or "skipped" for r in skipped))
+        lines.append("%d skipped (%s)" % (len(skipped), "; ".join(reasons)))
+    return lines
+
+
+def summary(results, describe=None):
     """Names per outcome, for people (a per-host summary) and for the task's
-    own changed/failed status."""
+    own changed/failed status; with describe(result) -> line, also a
+    report of what was done to each object."""
     failed = [r for r in results if r.get("failed")]
-    return {
+    outcome = {
         "changed": [r["name"] for r in results if r.get("changed") and not r.get("failed")],
         "unchanged": [r["name"] for r in results if not (r.get("changed") or r.get("failed") or r.get("skipped"))],
         "skipped": [r["name"] for r in results if r.get("skipped")],
@@ -32,12 +70,16 @@ def summary(results):
         "failure_msg": ("%d of %d failed: %s" % (len(failed), len(results), "; ".join(
             "%s: %s" % (r["name"], r.get("msg")) for r in failed))) if failed else None,
     }
+    if describe is not None:
+        outcome["report"] = report(results, describe)
+    return outcome
 
 
-def exit_fleet(module, results, kind, key, **extra):
+def exit_fleet(module, results, kind, key, describe=None, **extra):
     """Ends the module: every object's result under `key`; the task fails
-    when any object failed, after the others were done."""
-    outcome = summary(results)
+    when any object failed, after the others were done. describe: see
+    summary."""
+    outcome = summary(results, describe)
     failure_msg = outcome.pop("failure_msg")
     payload = dict(extra, changed=any(r.get("changed") for r in results), summary=outcome, **{key: results})
     if module._diff:

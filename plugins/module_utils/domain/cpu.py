@@ -57,6 +57,30 @@ def quota_for_cpus(cpus, period=DEFAULT_PERIOD, field="cpus"):
     return quota
 
 
+def check_cap_brakes(field, value, cap_cpus, vcpus, per_vcpu=False):
+    """Refuses a cap that caps nothing: a VM of `vcpus` vCPUs never uses
+    more than `vcpus` CPUs, and one vCPU never more than one CPU, so a whole-VM
+    cap of `vcpus` CPUs or more, or a per-vCPU cap of 1 CPU or more, is no
+    brake at all (often millicores written as CPUs: 500 for 500m). Raises
+    ValueRangeError naming `field` (with the `value` given) and the VM's
+    vCPUs; cap_cpus None (no CPU cap) passes."""
+    if cap_cpus is None:
+        return
+    if vcpus <= 0:
+        raise ValueRangeError("vcpus", vcpus, "at least 1")
+    plural = "" if vcpus == 1 else "s"
+    if per_vcpu:
+        if cap_cpus >= 1 - 1e-9:
+            raise ValueRangeError(field, value, "under 1 CPU per vCPU: a vCPU never uses more than one CPU, so a "
+                                                "per-vCPU cap of %g CPU caps nothing on this VM's %d vCPU%s "
+                                                "(caps are in CPUs: 0.5 means 500m)" % (cap_cpus, vcpus, plural))
+        return
+    if cap_cpus >= vcpus - 1e-9:
+        raise ValueRangeError(field, value, "under the VM's %d vCPU%s: a cap of %g CPU caps nothing on a VM of %d "
+                                            "vCPU%s (caps are in CPUs: 0.5 means 500m)"
+                              % (vcpus, plural, cap_cpus, vcpus, plural))
+
+
 def cpus_for_quota(quota, period):
     """CPUs a period/quota pair allows; None means no limit."""
     if quota is None or quota < 0 or not period:

@@ -128,7 +128,7 @@ class CpuLimitRunner(object):
         return {"name": key, "changed": False, "failed": True, "msg": "VMI %s not found" % key}
 
     def handle(self, view, vmi, vm, pods):
-        result = {"name": view["name"], "changed": False}
+        result = {"name": view["name"], "changed": False, "vcpus": view["vcpus"]}
         pod = None
         try:
             try:

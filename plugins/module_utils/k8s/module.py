@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
@@ -17,15 +18,18 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.client impo
 
 class K8sModule(AnsibleModule):
     """argument_spec: the module's own options (the connection's are added).
-    failed: what a failed task returns besides msg (e.g. an empty result list)."""
+    failed: what a failed task returns besides msg (e.g. an empty result list).
+    name_fields: the options that are lists of object names, checked
+    (common.names) before any API call."""
 
-    def __init__(self, argument_spec, failed=None, **kwargs):
+    def __init__(self, argument_spec, failed=None, name_fields=(), **kwargs):
         spec = auth_argument_spec()
         spec.update(argument_spec)
         super(K8sModule, self).__init__(argument_spec=spec, supports_check_mode=True, **kwargs)
         self.failed = failed or {}
         if not HAS_KUBERNETES:
             self.fail_json(msg=missing_required_lib("kubernetes"))
+        self.checked(lambda params: check_names(params, name_fields))
 
     def checked(self, check):
         """check(params), or the task fails naming the field before any API call."""

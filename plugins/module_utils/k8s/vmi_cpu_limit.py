@@ -24,8 +24,9 @@ __metaclass__ = type
 import copy
 import json
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError, check_cap_brakes
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, quantity
 
 THROTTLED, RESTORED, RECONCILED = "throttled", "restored", "reconciled"
@@ -73,7 +74,7 @@ def check_request(params):
     if not 0 <= params["floor"] <= 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
     prefix = metadata.check_prefix(params["prefix"])
-    return {"state": state, "cpus": cpus, "headroom": float(params["headroom"]), "floor": float(params["floor"]),
+    return {"state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
             "force": bool(params.get("force")), "prefix": prefix,
             "keys": {"desired": prefix + DESIRED, "applied": prefix + APPLIED, "record": prefix + RECORD,
                      "class": prefix + CLASS_LABEL}}
@@ -361,6 +362,9 @@ def target(view, pod, request):
     if cpus is None:
         return None, None
     check_class(view, cpus, request, forced=bool((earlier_record(view)[1] or {}).get("forced")))
+    if request["state"] == THROTTLED:
+        # A limit at or above the vCPU count is no brake: refused before anything is written.
+        check_cap_brakes("cpus", request.get("cpus_text", cpus), cpus, view["vcpus"])
     if pod is None:
         raise LimitRefusal("no running virt-launcher pod")
     check_resize(pod, cpus)
@@ -477,3 +481,38 @@ def event(view, pod, event_type, reason, action, note, time, instance, suffix):
         body["related"] = {"apiVersion": "v1", "kind": "Pod", "namespace": view["namespace"],
                            "name": pod["metadata"].get("name"), "uid": pod["metadata"].get("uid")}
     return body
+
+
+def limit_text(limit, vcpus=None):
+    """A compute CPU limit (quantity text, None for none) as people read it;
+    a limit at or above the vCPU count brakes nothing: unlimited, with the
+    limit (restore raises to one, as a limit cannot be removed)."""
+    if limit is None:
+        return fleet.cpus_text(None)
+    cpus = quantity.cpu("compute_cpu_limit", limit)
+    if vcpus and cpus + 1e-9 >= vcpus:
+        return "unlimited: limit %s on %d vCPU%s" % (fleet.cpus_text(cpus), vcpus, "" if vcpus == 1 else "s")
+    return fleet.cpus_text(cpus)
+
+
+def report_line(result, state, check_mode=False):
+    """One VMI's line of the task's report (fleet.cap_line): the compute CPU
+    limit now in force and what it replaced. A VirtualMachine that is not
+    running, or a VMI without a launcher pod, says what happened to its cap."""
+    before, after = result.get("before") or {}, result.get("after") or {}
+    restore = state == RESTORED
+    if result.get("failed") or result.get("skipped") or not after:
+        return fleet.cap_line(result, restore, None, None, check_mode)
+    if "compute_cpu_limit" not in before or before.get("pod") is None:
+        where = "the VirtualMachine is not running" if "compute_cpu_limit" not in before else "no running launcher pod"
+        if result.get("changed"):
+            return "%s: %scap lifted (%s; was %s)" % (result["name"], "would be " if check_mode else "", where,
+                                                      limit_text(before.get("desired") or before.get("vm_desired")))
+        msg = result.get("msg") or "unchanged"
+        return "%s: %s" % (result["name"], msg if msg == where else "%s (%s)" % (msg, where))
+    vcpus = result.get("vcpus")
+    line = fleet.cap_line(result, restore, limit_text(after.get("compute_cpu_limit"), vcpus),
+                          limit_text(before.get("compute_cpu_limit"), vcpus), check_mode)
+    if result.get("resize_pending"):
+        line += " (resize pending: %s)" % (result["resize_pending"].get("reason") or "no reason given")
+    return line

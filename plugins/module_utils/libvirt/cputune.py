@@ -17,6 +17,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client 
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
 
 WORKERS = 4
+# The options of the libvirt modules that are lists of domain names.
+NAME_FIELDS = ("domains",)
 
 
 def selection_argument_spec():
@@ -120,7 +122,7 @@ class CpuTuneRunner(object):
             described = described or self.client.describe(domain)
             targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
             state = read_state(self.client, domain, self.params["class_namespace"], described, targets)
-            result["class"] = state["vm_class"]
+            result["class"], result["vcpus"] = state["vm_class"], state["vcpus"]
             if self.params["state"] == "throttled":
                 domain_plan = self.plan_throttle(state, targets)
             else:
@@ -134,6 +136,8 @@ class CpuTuneRunner(object):
         capped_cpus = plan.domain_cpus(self.cap, state["vcpus"])
         vm_class.check_throttle(state["vm_class"], state["class_reason"], state["vcpus"], capped_cpus,
                                 self.params["floor"], self.params["force"])
+        field = "quota" if self.params["cpus"] is None else "cpus"
+        plan.check_cap_brakes(self.cap, state["vcpus"], field, self.params[field])
         fields = {"reason": self.params["reason"], "time": self.now, "by": self.requested_by,
                   "class": state["vm_class"], "scope": self.params["scope"], "cpus": capped_cpus}
         return plan.plan_throttle(state, self.cap, targets, dict((k, v) for k, v in fields.items() if v is not None))
@@ -164,6 +168,10 @@ class CpuTuneRunner(object):
         after = dict((t, c["after"]) for t, c in domain_plan["changes"].items())
         before["throttle"], after["throttle"] = record_before, record_after
         return {"changed": changed, "before": before, "after": after, "throttle": record_after}
+
+    def report_line(self, result):
+        """The result's line of the task's report (plan.report_line)."""
+        return plan.report_line(result, self.params["state"] == "restored", self.check_mode)
 
     def write_record(self, domain, state, record):
         element = domain_xml.record_xml(record) if record is not None else None

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import itertools
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 
 # (period, quota) per cgroup: the domain's own cgroup ("global") is the parent
@@ -74,6 +75,18 @@ def domain_cpus(values, vcpus):
     vcpu_cpus = cpu.cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
     candidates = [c for c in (global_cpus, None if vcpu_cpus is None else vcpu_cpus * vcpus) if c is not None]
     return min(candidates) if candidates else None
+
+
+def check_cap_brakes(cap, vcpus, field, value):
+    """Refuses a cap (cap_values) that caps nothing on a domain of `vcpus`
+    vCPUs: a whole-domain cap of `vcpus` CPUs or more, or a per-vCPU cap of
+    one CPU or more. Raises cpu.ValueRangeError naming `field` (cpus or quota)
+    and the domain's vCPUs; shares and emulator caps alone pass."""
+    if cap.get("global_quota") is not None:
+        cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["global_quota"], cap["global_period"]), vcpus)
+    if cap.get("vcpu_quota") is not None:
+        cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["vcpu_quota"], cap["vcpu_period"]), vcpus,
+                             per_vcpu=True)
 
 
 def live_equivalent(config_values):
@@ -238,3 +251,36 @@ def plan_restore(state, targets):
         remaining.pop("live", None)
     record_after = dict(record, previous=remaining) if remaining else None
     return {"changes": changes, "record_before": record, "record_after": record_after}
+
+
+def cap_text(values, vcpus):
+    """The CPU cap a set of tuning values puts on a domain of `vcpus` vCPUs,
+    as people read it: "unlimited", "0.5 CPU", or "0.5 CPU per vCPU (2 CPU in
+    all)" when the per-vCPU cap is the tighter one."""
+    total = domain_cpus(values, vcpus)
+    if total is None:
+        return fleet.cpus_text(None)
+    per_vcpu = cpu.cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
+    whole = cpu.cpus_for_quota(values.get("global_quota"), values.get("global_period"))
+    if per_vcpu is not None and (whole is None or per_vcpu * vcpus < whole - 1e-9):
+        return "%g CPU per vCPU (%g CPU in all)" % (per_vcpu, total)
+    return fleet.cpus_text(total)
+
+
+def report_line(result, restore, check_mode=False):
+    """One domain's line of the task's report (fleet.cap_line): the cap now
+    in force and what it replaced, from the result's before/after tuning
+    (live, else persistent config) and its vCPUs; shares when they changed."""
+    before, after = result.get("before") or {}, result.get("after") or {}
+    target = "live" if "live" in after else "config"
+    if result.get("failed") or result.get("skipped") or target not in after:
+        return fleet.cap_line(result, restore, None, None, check_mode)
+    vcpus = result.get("vcpus") or 1
+    texts = [cap_text(before.get(target) or {}, vcpus), cap_text(after[target], vcpus)]
+    old_shares, new_shares = (before.get(target) or {}).get("cpu_shares"), after[target].get("cpu_shares")
+    if old_shares != new_shares:
+        texts = ["%s, shares %s" % (text, shares or "unset") for text, shares in zip(texts, (old_shares, new_shares))]
+    if target == "config":
+        # Only the persistent definition changed: the cap holds from the next start.
+        texts[1] += " from its next start (persistent config)"
+    return fleet.cap_line(result, restore, texts[1], texts[0], check_mode)

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import NameListError, check_names
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
     HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.inventory import SelectorError
@@ -18,15 +19,18 @@ from ansible_collections.overcommit.control.plugins.module_utils.vsphere.invento
 class VsphereModule(AnsibleModule):
     """argument_spec: the module's own options (the connection's are added).
     field_errors: the module's exceptions that name a field (exc.field);
-    a selector that matches nothing is one for every module."""
+    a selector that matches nothing is one for every module.
+    name_fields: the options that are lists of object names, checked
+    (common.names) before any connection."""
 
-    def __init__(self, argument_spec, field_errors=(), **kwargs):
+    def __init__(self, argument_spec, field_errors=(), name_fields=(), **kwargs):
         spec = connection_argument_spec()
         spec.update(argument_spec)
         super(VsphereModule, self).__init__(argument_spec=spec, supports_check_mode=True, **kwargs)
-        self.field_errors = (SelectorError,) + tuple(field_errors)
+        self.field_errors = (SelectorError, NameListError) + tuple(field_errors)
         if not HAS_PYVMOMI:
             self.fail_json(msg=missing_required_lib("pyVmomi"))
+        self.checked(lambda params: check_names(params, name_fields))
 
     def checked(self, check):
         """check(params), or the task fails naming the field before any connection."""

@@ -5,10 +5,7 @@ in the lab namespace, and deletes them. No kubelet runs in the lab, so a
 pod's spec is what the tests read: the server accepted the resize there."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -16,7 +13,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from apiproxy import ApiProxy, kubeconfig_parts
-from run_module import INVENTORY, ROOT, run_module
+from run_module import run_module
+from run_module import run_playbook as run_lab_playbook
 
 NAMESPACE = "lab"
 GROUP, VERSION = "kubevirt.io", "v1"
@@ -430,6 +428,46 @@ def test_each_refusal_names_its_reason_changes_nothing_and_emits_a_warning(run_a
     assert "dedicated CPUs" in still_refused["vms"][0]["msg"]
 
 
+def test_a_cap_at_or_above_the_vcpus_fails_that_vmi_and_changes_nothing(run_as, fleet):
+    one_vcpu = fleet.vmi(cores=1, vm=True)
+    two_vcpus = fleet.vmi(cores=2, limits={"cpu": "4"}, vm=True)
+    fine = fleet.vmi(cores=4)
+    pods = dict((name, fleet.pod_of(name).metadata.name) for name in (one_vcpu, two_vcpus))
+
+    result = brake(run_as, [one_vcpu, two_vcpus, fine], cpus="2", reason="INC-10")
+    assert result["failed"] is True
+    results = by_name(result)
+    assert results[one_vcpu]["msg"].startswith("cpus='2' is out of range") and "1 vCPU" in results[one_vcpu]["msg"]
+    assert "VM's 2 vCPUs" in results[two_vcpus]["msg"] and "caps nothing" in results[two_vcpus]["msg"]
+    assert results[fine]["changed"] is True and fleet.compute_limits(fine) == {"cpu": "2"}
+    # 500 meant as 500m is refused even when forced.
+    forced = brake(run_as, [one_vcpu], cpus="500", reason="INC-10", force=True)
+    assert forced["failed"] is True and "cpus='500'" in forced["vms"][0]["msg"]
+
+    for name in (one_vcpu, two_vcpus):
+        assert not any(key.startswith(PREFIX) for key in fleet.annotations(name)), name
+        assert not any(key.startswith(PREFIX) for key in fleet.vm_annotations(name)), name
+        assert fleet.pod_of(name).metadata.name == pods[name]
+    assert fleet.compute_limits(one_vcpu) is None
+    assert fleet.compute_limits(two_vcpus) == {"cpu": "4"}
+    assert [event[:2] for event in fleet.events(one_vcpu)] == [("Warning", "CPULimitFailed")] * 2
+
+
+def test_a_name_with_surrounding_spaces_is_refused_before_any_api_call(lab, fleet):
+    first, second = fleet.vmi(cores=4, vm=True), fleet.vmi(cores=4)
+    server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
+    with ApiProxy(server, ca_cert) as proxy:
+        result = run_module("kubevirt_vm_cpu_limit", {"namespace": NAMESPACE, "names": [first, " " + second],
+                                                      "cpus": "2", "host": proxy.url, "api_key": token})
+    assert result["failed"] is True and result["field"] == "names" and result["vms"] == [], result
+    assert result["msg"].startswith("names[1]=' %s' has surrounding spaces" % second), result["msg"]
+    assert proxy.requests == []
+    for name in (first, second):
+        assert not any(key.startswith(PREFIX) for key in fleet.annotations(name)), name
+        assert fleet.compute_limits(name) is None and fleet.events(name) == []
+    assert not any(key.startswith(PREFIX) for key in fleet.vm_annotations(first))
+
+
 def test_bad_input_is_refused_before_any_api_call(lab):
     server, ca_cert, token = kubeconfig_parts(lab["OVERCOMMIT_KUBECONFIG_ADMIN"])
     cases = [({"names": ["x"], "cpus": "1 CPU"}, "cpus"), ({"names": ["x"], "cpus": "0"}, "cpus"),
@@ -491,12 +529,8 @@ def test_the_shipped_role_is_enough_and_an_unbound_identity_is_told_why(run_as, 
 
 
 def run_playbook(playbook, extra_vars, kubeconfig):
-    """ansible-playbook of one of the collection's playbooks on the lab inventory."""
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
-               os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
-               K8S_AUTH_KUBECONFIG=kubeconfig)
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    """ansible-playbook of one of the collection's playbooks on the lab inventory, as an identity."""
+    return run_lab_playbook(playbook, extra_vars, env={"K8S_AUTH_KUBECONFIG": kubeconfig})
 
 
 def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
@@ -510,15 +544,21 @@ def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     # The libvirt play had no domains to act on: its tasks never ran.
     assert "throttle : Summarise what changed on this host" not in throttled.stdout
     assert re.search(r"lab-hypervisor +: ok=\d+ +changed=0 ", throttled.stdout), throttled.stdout[-1000:]
+    # Without -v the summary says per VM what cap is in force and what it replaced.
+    assert '"%s/%s: 1 CPU, was unlimited"' % (NAMESPACE, capped) in throttled.stdout, throttled.stdout[-3000:]
 
     # One VM refused (under the floor) fails the run after the other is capped.
     mixed = run_playbook("throttle.yml", {"kubevirt_vms": [capped, refused], "kubevirt_namespace": NAMESPACE,
                                           "cpus": 1.5, "reason": "INC-6 again"}, operator)
     assert mixed.returncode != 0 and "under the shared floor" in mixed.stdout, mixed.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "1500m"} and fleet.compute_limits(refused) is None
+    assert '"%s/%s: 1.5 CPU, was 1 CPU"' % (NAMESPACE, capped) in mixed.stdout, mixed.stdout[-3000:]
+    assert '"%s/%s: failed: a cap of 1.5 CPUs is under the shared floor' % (NAMESPACE, refused) in mixed.stdout
 
     restored = run_playbook("restore.yml", {"kubevirt_vms": [capped], "kubevirt_namespace": NAMESPACE, "headroom": 0.5},
                             operator)
     assert restored.returncode == 0, restored.stdout[-3000:]
     assert fleet.compute_limits(capped) == {"cpu": "4500m"}
     assert DESIRED not in fleet.annotations(capped)
+    line = "%s/%s: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1.5 CPU)" % (NAMESPACE, capped)
+    assert '"%s"' % line in restored.stdout, restored.stdout[-3000:]

@@ -202,6 +202,15 @@ def test_bad_input_names_the_field_before_anything_changes(kube_admin, make_node
     assert node_state(kube_admin, name) == before
 
 
+def test_a_name_with_surrounding_spaces_gates_no_node(kube_admin, make_nodes, run_as):
+    names = make_nodes(2)
+    before = [node_state(kube_admin, name) for name in names]
+    result = gate(run_as, [names[0], names[1] + " "])
+    assert result["failed"] is True and result["field"] == "names" and result["nodes"] == [], result
+    assert result["msg"].startswith("names[1]='%s ' has surrounding spaces" % names[1])
+    assert [node_state(kube_admin, name) for name in names] == before
+
+
 def test_an_unknown_node_is_reported_and_the_others_are_gated(kube_admin, make_nodes, run_as):
     name = make_nodes(1)[0]
     result = gate(run_as, ["oc-it-no-such-node", name])

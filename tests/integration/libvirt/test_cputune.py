@@ -7,7 +7,7 @@ import libvirt
 import pytest
 
 from measure import cpu_rate
-from run_module import run_module
+from run_module import run_module, run_playbook
 
 HOST = "lab-hypervisor"
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
@@ -169,6 +169,57 @@ def test_out_of_range_values_are_refused_before_any_change(idle4, args, field):
     assert sched(idle4) == before
 
 
+def throttle_record_in_xml(domain):
+    """Whether the live or persistent XML of a domain carries a throttle record."""
+    xmls = [domain.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)] + ([domain.XMLDesc(0)] if domain.isActive() else [])
+    return any("xmlns/throttle" in xml for xml in xmls)
+
+
+def test_a_cap_that_caps_nothing_fails_that_domain_before_any_write(libvirt_conn, idle4):
+    idle1 = libvirt_conn.lookupByName("oc-lab-idle-1")
+    before = sched(idle1)
+    # 1000 meant as 1000m: on a 1-vCPU guest it would be no brake at all.
+    result = cputune({"domains": ["oc-lab-idle-1", "oc-lab-idle-4"], "cpus": 1000, "reason": "INC-9"})
+    assert result["failed"], result
+    entries = by_name(result)
+    msg = entries["oc-lab-idle-1"]["msg"]
+    assert msg.startswith("cpus=1000.0 is out of range") and "1 vCPU" in msg and "caps nothing" in msg, msg
+    assert entries["oc-lab-idle-4"]["failed"] and "4 vCPUs" in entries["oc-lab-idle-4"]["msg"]
+    assert sched(idle1) == before and not throttle_record_in_xml(idle1)
+    assert not throttle_record_in_xml(idle4)
+
+    # The same task shape with a cap that brakes the 4-vCPU guest: only the 1-vCPU one is refused.
+    mixed = cputune({"domains": ["oc-lab-idle-1", "oc-lab-idle-4"], "cpus": 1, "reason": "INC-9"})
+    entries = by_name(mixed)
+    assert mixed["failed"] and entries["oc-lab-idle-1"]["failed"] and "1 vCPU" in entries["oc-lab-idle-1"]["msg"]
+    assert entries["oc-lab-idle-4"]["changed"] and idle4.schedulerParametersFlags(LIVE)["global_quota"] == 100000
+    assert sched(idle1) == before and not throttle_record_in_xml(idle1)
+
+
+def test_a_per_vcpu_cap_of_one_cpu_or_more_fails_before_any_write(idle4):
+    before = sched(idle4)
+    for args in ({"scope": "vcpu", "cpus": 1}, {"scope": "vcpu", "quota": 150000}):
+        result = cputune(dict(args, domains=["oc-lab-idle-4"]))
+        assert result["failed"] and not result["changed"], result
+        field = "cpus" if "cpus" in args else "quota"
+        msg = result["domains"][0]["msg"]
+        assert msg.startswith(field + "=") and "per vCPU" in msg and "4 vCPUs" in msg, msg
+        assert sched(idle4) == before and not throttle_record_in_xml(idle4)
+
+
+def test_a_name_with_surrounding_spaces_fails_the_task_before_any_domain_changes(libvirt_conn, idle4):
+    idle1 = libvirt_conn.lookupByName("oc-lab-idle-1")
+    before = (sched(idle4), sched(idle1))
+    # "oc-lab-idle-4, oc-lab-idle-1" split on the comma by Ansible's list handling.
+    result = cputune({"domains": "oc-lab-idle-4, oc-lab-idle-1".split(","), "cpus": 0.9, "reason": "INC-11"})
+    assert result["failed"] and result["field"] == "domains" and not result.get("changed"), result
+    assert result["msg"].startswith("domains[1]=' oc-lab-idle-1' has surrounding spaces"), result["msg"]
+    assert (sched(idle4), sched(idle1)) == before
+    assert not throttle_record_in_xml(idle4) and not throttle_record_in_xml(idle1)
+    info = run_module("libvirt_cputune_info", {"domains": ["oc-lab-idle-4 "], "sample_seconds": 0}, host=HOST)
+    assert info["failed"] and info["field"] == "domains" and info["domains"] == []
+
+
 def test_shut_off_domain_live_only_fails_and_config_is_changed(libvirt_conn, restore_after):
     restore_after.append("oc-lab-busy-2")
     shut_off = libvirt_conn.lookupByName("oc-lab-busy-2")
@@ -228,3 +279,20 @@ def test_class_selection_throttles_every_domain_of_the_class(libvirt_conn, resto
     assert result["summary"]["changed"] == ["oc-lab-busy-2"]
     config = libvirt_conn.lookupByName("oc-lab-busy-2").schedulerParametersFlags(CONFIG)
     assert (config["global_period"], config["global_quota"]) == (100000, 100000)
+
+
+def test_incident_playbooks_say_per_domain_what_cap_is_in_force_and_what_it_replaced(idle4):
+    before = sched(idle4)
+    targets = ["oc-lab-idle-4", "oc-lab-not-on-this-host"]
+    throttled = run_playbook("throttle.yml", {"domains": targets, "cpus": 2, "reason": "INC-12 playbook"})
+    assert throttled.returncode == 0, throttled.stdout[-3000:]
+    # Shown without -v: one line per domain handled, the absent name only counted.
+    assert '"oc-lab-idle-4: 2 CPU, was unlimited"' in throttled.stdout, throttled.stdout[-3000:]
+    assert '"1 skipped (not defined on this host)"' in throttled.stdout
+    again = run_playbook("throttle.yml", {"domains": targets, "cpus": 1.5, "scope": "domain", "reason": "INC-12"})
+    assert '"oc-lab-idle-4: 1.5 CPU, was 2 CPU"' in again.stdout, again.stdout[-3000:]
+
+    restored = run_playbook("restore.yml", {"domains": targets})
+    assert restored.returncode == 0, restored.stdout[-3000:]
+    assert '"oc-lab-idle-4: restored to unlimited (was 1.5 CPU)"' in restored.stdout, restored.stdout[-3000:]
+    assert sched(idle4) == before

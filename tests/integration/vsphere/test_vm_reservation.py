@@ -102,6 +102,19 @@ def test_invalid_values_are_refused_before_any_change(run, vsphere, lab_vms):
     assert all(record_of(vsphere, vm) == "" for vm in lab_vms)
 
 
+def test_a_name_with_surrounding_spaces_changes_no_vm(run, vsphere, lab_vms):
+    before = [allocation(vm) for vm in lab_vms]
+    result = run(MODULE, {"vms": [lab_vms[0].name, " " + lab_vms[1].name], "cpu": {"reservation": 300}})
+    assert result["failed"] is True and result["field"] == "vms" and not result.get("changed"), result
+    assert result["msg"].startswith("vms[1]=' %s' has surrounding spaces" % lab_vms[1].name), result["msg"]
+    folder = run(MODULE, {"folders": ["/DC0/vm "], "cpu": {"reservation": 300}})
+    assert folder["failed"] is True and folder["field"] == "folders"
+    info = run("vsphere_overcommit_info", {"hosts": [" DC0_C0_H0"], "vm_stats": False})
+    assert info["failed"] is True and info["field"] == "hosts"
+    assert [allocation(vm) for vm in lab_vms] == before
+    assert all(record_of(vsphere, vm) == "" for vm in lab_vms)
+
+
 def test_a_stale_change_version_is_detected_and_nothing_is_overwritten(run, vsphere, lab_vms):
     vm = lab_vms[1]
     plan = run(MODULE, {"vms": [vm.name], "cpu": {"reservation": 800}}, check=True)

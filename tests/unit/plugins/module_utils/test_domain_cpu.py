@@ -41,3 +41,25 @@ def test_throttle_refusals_and_force():
     vm_class.check_throttle("shared", "", 4, 1)
     vm_class.check_throttle("shared", "", 4, 0.5, force=True)
     vm_class.check_throttle("dedicated", "", 2, 1, force=True)
+
+
+@pytest.mark.parametrize("cap,vcpus,per_vcpu", [(1000, 1, False), (1, 1, False), (4, 4, False), (4.5, 4, False),
+                                                (1, 4, True), (500, 2, True)])
+def test_a_cap_that_caps_nothing_is_refused_naming_the_field_and_the_vcpus(cap, vcpus, per_vcpu):
+    with pytest.raises(cpu.ValueRangeError) as error:
+        cpu.check_cap_brakes("cpus", cap, cap, vcpus, per_vcpu=per_vcpu)
+    assert error.value.field == "cpus" and error.value.value == cap
+    message = str(error.value)
+    assert message.startswith("cpus=%r is out of range" % cap)
+    assert "%d vCPU" % vcpus in message and "caps nothing" in message
+
+
+@pytest.mark.parametrize("cap,vcpus,per_vcpu", [(0.999, 1, False), (3.5, 4, False), (0.999, 4, True), (None, 1, False)])
+def test_a_cap_under_the_vcpus_passes(cap, vcpus, per_vcpu):
+    cpu.check_cap_brakes("cpus", cap, cap, vcpus, per_vcpu=per_vcpu)
+
+
+def test_the_message_gives_the_value_as_written():
+    with pytest.raises(cpu.ValueRangeError, match=r"^cpus='500' is out of range: allowed under the VM's 2 vCPUs: "
+                                                  r"a cap of 500 CPU caps nothing"):
+        cpu.check_cap_brakes("cpus", "500", 500.0, 2)

@@ -148,6 +148,20 @@ def test_refusals_name_their_reason():
         brake.target(view(vmi()), None, req)
 
 
+def test_a_cap_at_or_above_the_vcpus_is_refused_even_when_forced():
+    for cores, cpus in ((1, "1000"), (1, "1"), (4, "4"), (4, "4500m"), (2, "500")):
+        for force in (False, True):
+            with pytest.raises(ValueRangeError) as error:
+                brake.target(view(vmi(cores=cores)), pod(), request(cpus=cpus, force=force))
+            assert error.value.field == "cpus" and error.value.value == cpus
+            assert "VM's %d vCPU" % cores in str(error.value) and "caps nothing" in str(error.value)
+    assert brake.target(view(vmi(cores=4)), pod(), request(cpus="3999m")) == (3.999, "throttle")
+    # Only a throttle is checked: restore raises the limit to the vCPUs plus headroom on purpose.
+    limited = pod(limits={"cpu": "1"})
+    assert brake.target(view(vmi(cores=1, annotations={PREFIX + "cpu-limit": "1"})), limited,
+                        request(state="restored", cpus=None))[1] == "restore"
+
+
 def test_a_forced_cap_stays_forced_for_the_reconcile():
     record = json.dumps(dict(FIELDS, previous=None, forced=True))
     forced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": record}))
@@ -273,3 +287,34 @@ def test_a_stopped_virtual_machine_is_named_in_results_and_events():
     assert body["regarding"] == {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "namespace": "lab",
                                  "name": "web-1", "uid": "vm-uid"}
     assert "related" not in body
+
+
+def test_report_lines_give_the_limit_in_force_and_what_it_replaced():
+    def result(before, after, changed=True, **extra):
+        base = {"name": "lab/web-1", "changed": changed, "vcpus": 4,
+                "before": {"desired": None, "pod": "virt-launcher-web-1-1", "compute_cpu_limit": before},
+                "after": {"desired": None, "pod": "virt-launcher-web-1-1", "compute_cpu_limit": after}}
+        base.update(extra)
+        return base
+    assert brake.report_line(result(None, "1500m"), "throttled") == "lab/web-1: 1.5 CPU, was unlimited"
+    assert brake.report_line(result("1500m", "1500m", changed=False), "throttled") == "lab/web-1: 1.5 CPU, unchanged"
+    assert brake.report_line(result("1", "4500m"), "restored") == \
+        "lab/web-1: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1 CPU)"
+    assert brake.report_line(result("2", "3"), "restored") == "lab/web-1: restored to 3 CPU (was 2 CPU)"
+    assert brake.report_line(result(None, "1"), "throttled", check_mode=True) == "lab/web-1: would be 1 CPU, was unlimited"
+    pending = result(None, "1", resize_pending={"reason": "Deferred"})
+    assert brake.report_line(pending, "throttled") == "lab/web-1: 1 CPU, was unlimited (resize pending: Deferred)"
+    failed = {"name": "lab/web-2", "changed": False, "failed": True, "msg": "VMI lab/web-2 not found"}
+    assert brake.report_line(failed, "throttled") == "lab/web-2: failed: VMI lab/web-2 not found"
+
+
+def test_report_lines_of_a_vm_without_a_running_pod():
+    stopped = {"name": "lab/web-3", "changed": True, "before": {"vm_desired": "1"}, "after": {"vm_desired": None}}
+    assert brake.report_line(stopped, "restored") == \
+        "lab/web-3: cap lifted (the VirtualMachine is not running; was 1 CPU)"
+    never = {"name": "lab/web-3", "changed": False, "before": {"vm_desired": None}, "after": {"vm_desired": None},
+             "msg": "never throttled"}
+    assert brake.report_line(never, "restored") == "lab/web-3: never throttled (the VirtualMachine is not running)"
+    no_pod = {"name": "lab/web-4", "changed": True, "before": {"desired": "2", "pod": None, "compute_cpu_limit": None},
+              "after": {"desired": None, "pod": None, "compute_cpu_limit": None}}
+    assert brake.report_line(no_pod, "restored") == "lab/web-4: cap lifted (no running launcher pod; was 2 CPU)"

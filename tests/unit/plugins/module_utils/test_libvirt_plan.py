@@ -31,6 +31,29 @@ def test_cap_values_for_domain_and_vcpu_scopes():
     assert plan.domain_cpus({"cpu_shares": 512}, 4) is None
 
 
+@pytest.mark.parametrize("cap_args,vcpus,field,value", [
+    ({"cpus": 1000}, 1, "cpus", 1000),
+    ({"cpus": 1}, 1, "cpus", 1),
+    ({"cpus": 2}, 2, "cpus", 2),
+    ({"cpus": 1, "scope": "vcpu"}, 4, "cpus", 1),
+    ({"quota": 400000}, 4, "quota", 400000),
+    ({"quota": 100000, "period": 50000, "scope": "vcpu"}, 2, "quota", 100000),
+])
+def test_a_cap_that_caps_nothing_is_refused_before_any_plan(cap_args, vcpus, field, value):
+    cap = plan.cap_values(1, **cap_args)
+    with pytest.raises(plan.cpu.ValueRangeError) as error:
+        plan.check_cap_brakes(cap, vcpus, field, value)
+    assert error.value.field == field and "%d vCPU" % vcpus in str(error.value)
+
+
+@pytest.mark.parametrize("cap_args,vcpus", [
+    ({"cpus": 0.5}, 1), ({"cpus": 3.9}, 4), ({"cpus": 0.9, "scope": "vcpu"}, 1), ({"quota": -1}, 1),
+    ({"shares": 512}, 1), ({"emulator_cpus": 2}, 1),
+])
+def test_a_cap_under_the_vcpus_or_no_cpu_cap_passes(cap_args, vcpus):
+    plan.check_cap_brakes(plan.cap_values(1, **cap_args), vcpus, "cpus", cap_args.get("cpus"))
+
+
 def test_switching_from_per_vcpu_to_whole_domain_cap_orders_writes_for_cgroup_v1():
     current = dict(LIVE_DEFAULT, vcpu_quota=50000)
     target = dict(LIVE_DEFAULT, global_quota=30000)

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Lists of object names as users give them. Pure.
+
+Names are matched exactly. A name with surrounding whitespace is almost
+always a list written as one string ("web-1, web-2" becomes 'web-1' and
+' web-2'): matched as given it would half-apply a batch and report the second
+VM as not found, so it is refused, naming the field, before anything changes."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+
+
+class NameListError(ValueRangeError):
+    """Names of a list option that cannot be any object's name; names the
+    field (the option) and each bad element by its index."""
+
+    def __init__(self, field, problems):
+        super(NameListError, self).__init__(field, None, "names without surrounding whitespace, not empty")
+        # The message names each bad element rather than the whole list.
+        self.args = ("; ".join(problems),)
+
+
+def problem(value):
+    """Why one name cannot be used as given, or None."""
+    if not isinstance(value, str):
+        return None
+    if value.strip() == "":
+        return "is empty"
+    if value != value.strip():
+        kind = "spaces" if value.strip(" ") == value.strip() else "whitespace"
+        return "has surrounding %s (names are matched exactly: did you mean %r?)" % (kind, value.strip())
+    return None
+
+
+def check_names(params, fields):
+    """Raises NameListError for the first of `fields` (list options of
+    `params`) holding a name that is empty or has surrounding whitespace; the
+    message lists every such element of that field, e.g.
+    "domains[1]=' web-2' has surrounding spaces (...)"."""
+    for field in fields:
+        problems = []
+        for index, value in enumerate(params.get(field) or []):
+            why = problem(value)
+            if why:
+                problems.append("%s[%d]=%r %s" % (field, index, value, why))
+        if problems:
+            raise NameListError(field, problems)
+
+
+def fail_on_bad_names(module, fields, **failed):
+    """For modules without a platform base class: the task fails naming the
+    field (check_names) before any connection; `failed` is what a failed task
+    returns besides msg and field."""
+    try:
+        check_names(module.params, fields)
+    except NameListError as exc:
+        module.fail_json(msg=str(exc), field=exc.field, **failed)
