@@ -80,6 +80,10 @@ class LibvirtClient(object):
     def all_domains(self):
         return _wrap(self.conn.listAllDomains, 0)
 
+    def running_ids(self):
+        """{name: id} of the running domains (the id names their cgroup)."""
+        return dict((domain.name(), _wrap(domain.ID)) for domain in self.all_domains() if _wrap(domain.isActive))
+
     def describe(self, domain):
         """State and XML of one domain (the live definition when it runs)."""
         return {

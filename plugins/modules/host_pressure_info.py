@@ -1,0 +1,149 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: host_pressure_info
+short_description: CPU, memory and I/O pressure, load, run queue and per-VM CFS throttling of a hypervisor host
+version_added: 0.2.0
+description:
+  - Run on a hypervisor host (or a Kubernetes node). Reports the kernel's pressure stall information (PSI
+    C(some) and C(full), avg10/avg60/avg300 in percent and the totals in seconds) for CPU, memory and I/O
+    from C(/proc/pressure), the load averages, the run queue (C(procs_running)) and the CPUs online.
+  - Also reports the cgroup that holds the VMs (C(machine.slice) or C(machine)) with its own CPU pressure
+    where the kernel keeps PSI per cgroup (cgroup v2), and, per running libvirt domain, the CFS bandwidth
+    statistics of its cgroup (periods, throttled periods, throttled time), on cgroup v1 and v2, for the
+    domain and summed over its vCPU cgroups (where per-vCPU quotas are enforced).
+  - The output feeds the collection's control policy as it is (C(pressure.cpu.some.avg10), C(cpus),
+    C(procs_running)); counters are cumulative, so compare two runs for a rate.
+  - Fails, saying so, on a host whose kernel keeps no PSI.
+author:
+  - overcommit.control maintainers (@overcommit)
+extends_documentation_fragment:
+  - overcommit.control.attributes.info_module
+  - ansible.builtin.action_common_attributes
+options:
+  uri:
+    description:
+      - libvirt connection URI of the hypervisor on this host, to find its running domains.
+    type: str
+    default: qemu:///system
+  domains:
+    description:
+      - Names of the running domains to report; empty means every running domain.
+    type: list
+    elements: str
+    default: []
+  collect_domains:
+    description:
+      - Whether to report libvirt domains at all; V(false) on a host without libvirt (a Kubernetes node).
+    type: bool
+    default: true
+requirements:
+  - libvirt-python on the host, when O(collect_domains=true)
+  - a Linux kernel with PSI (CONFIG_PSI, not disabled with psi=0)
+"""
+
+EXAMPLES = r"""
+- name: How pressured is this hypervisor, and which VMs does CFS throttle?
+  overcommit.control.host_pressure_info:
+  register: host
+
+- name: Say it
+  ansible.builtin.debug:
+    msg: "CPU some avg60 {{ host.pressure.cpu.some.avg60 }} %, run queue {{ host.procs_running }} on {{ host.cpus }} CPUs"
+
+- name: On a Kubernetes node without libvirt
+  overcommit.control.host_pressure_info:
+    collect_domains: false
+"""
+
+RETURN = r"""
+pressure:
+  description: PSI per resource (cpu, memory, io), each with C(some) and C(full) (avg10, avg60, avg300 in %,
+    total_seconds).
+  returned: always
+  type: dict
+  sample: {cpu: {some: {avg10: 12.5, avg60: 30.1, avg300: 8.2, total_seconds: 535.7},
+                 full: {avg10: 0.0, avg60: 0.0, avg300: 0.0, total_seconds: 0.0}}}
+cpus:
+  description: CPUs online.
+  returned: always
+  type: int
+load:
+  description: Load averages (load1, load5, load15).
+  returned: always
+  type: dict
+procs_running:
+  description: Runnable tasks now (the run queue), from /proc/stat.
+  returned: always
+  type: int
+procs_blocked:
+  description: Tasks blocked on I/O now.
+  returned: always
+  type: int
+cgroup_version:
+  description: 1 or 2.
+  returned: always
+  type: int
+vm_cgroup:
+  description: The cgroup that holds the VMs (path, and cpu_pressure on cgroup v2), or null.
+  returned: always
+  type: dict
+domains:
+  description: Per domain, its cgroup, C(throttling) (periods, throttled_periods, throttled_seconds) of the
+    domain's cgroup, C(vcpu_throttling) summed over its vCPU cgroups, and C(cpu_pressure) on cgroup v2; a
+    domain that is not running is reported with C(failed) and C(msg).
+  returned: when O(collect_domains=true)
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
+from ansible_collections.overcommit.control.plugins.module_utils.host.pressure import NoPressureInfo
+from ansible_collections.overcommit.control.plugins.module_utils.host.procfs import ProcFS
+from ansible_collections.overcommit.control.plugins.module_utils.host.signals import domain_signals, host_signals
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
+    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            uri=dict(type="str", default="qemu:///system"),
+            domains=dict(type="list", elements="str", default=[]),
+            collect_domains=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    fail_on_bad_names(module, ["domains"])
+    fs = ProcFS()
+    try:
+        result = host_signals(fs)
+    except NoPressureInfo as exc:
+        module.fail_json(msg=str(exc))
+    if module.params["collect_domains"]:
+        if not HAS_LIBVIRT:
+            module.fail_json(msg=missing_required_lib("libvirt-python"), **result)
+        try:
+            client = LibvirtClient(module.params["uri"])
+            running = client.running_ids()
+            client.close()
+        except LibvirtClientError as exc:
+            module.fail_json(msg="libvirt at %s: %s" % (module.params["uri"], exc), **result)
+        result["domains"] = domain_signals(fs, running, module.params["domains"])
+        failure_msg = summary(result["domains"])["failure_msg"]
+        if failure_msg:
+            module.fail_json(msg=failure_msg, changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

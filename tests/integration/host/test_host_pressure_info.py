@@ -1,0 +1,43 @@
+"""host_pressure_info on this machine, the lab's hypervisor, run by
+ansible-playbook: the host's own PSI and the CFS throttling counters of a
+real guest's cgroup while libvirt_cputune caps it."""
+
+import time
+
+from run_module import run_module
+
+
+def test_a_throttled_busy_guest_shows_pressure_and_rising_throttle_counters(busy_guest):
+    # Let the guest's vCPU spin for a while, so there is load to measure.
+    time.sleep(3)
+    throttle = run_module("libvirt_cputune", {"domains": ["oc-lab-busy-1"], "cpus": 0.3, "apply": "live",
+                                              "reason": "host_pressure_info test"})
+    assert not throttle.get("failed"), throttle.get("msg")
+    try:
+        first = run_module("host_pressure_info", {"domains": ["oc-lab-busy-1"]})
+        time.sleep(3)
+        second = run_module("host_pressure_info", {"domains": ["oc-lab-busy-1"]})
+    finally:
+        run_module("libvirt_cputune", {"domains": ["oc-lab-busy-1"], "state": "restored"})
+    assert not first.get("failed"), first.get("msg")
+    assert first["cpus"] >= 1 and first["procs_running"] >= 1 and first["cgroup_version"] in (1, 2)
+    assert "avg10" in first["pressure"]["cpu"]["some"] and first["pressure"]["cpu"]["some"]["total_seconds"] > 0
+    # The kernel's total of time some task waited for a CPU only grows.
+    assert second["pressure"]["cpu"]["some"]["total_seconds"] >= first["pressure"]["cpu"]["some"]["total_seconds"]
+    before, after = first["domains"][0], second["domains"][0]
+    assert before["name"] == "oc-lab-busy-1" and before["cgroup"]
+    # Capped at 0.3 of the CPU it wants whole, the guest is throttled in most periods.
+    assert after["throttling"]["throttled_periods"] > before["throttling"]["throttled_periods"]
+    assert after["throttling"]["throttled_seconds"] > before["throttling"]["throttled_seconds"]
+
+
+def test_an_unknown_domain_fails_alone_and_the_host_is_still_reported(busy_guest):
+    result = run_module("host_pressure_info", {"domains": ["oc-lab-busy-1", "no-such-domain"]})
+    assert result["failed"] and "no-such-domain" in result["msg"]
+    assert result["pressure"]["cpu"]["some"] and [d["name"] for d in result["domains"]] == ["oc-lab-busy-1",
+                                                                                             "no-such-domain"]
+
+
+def test_a_name_with_spaces_is_refused_naming_the_field():
+    result = run_module("host_pressure_info", {"domains": ["oc-lab-busy-1", " oc-lab-idle-1"]})
+    assert result["failed"] and "domains[1]" in result["msg"]
