@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+"""The event sources, run with an asyncio queue as ansible-rulebook runs them."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import asyncio
+import json
+
+import pytest
+
+from ansible_collections.overcommit.control.extensions.eda.plugins.event_source import alertmanager, host_pressure
+from ansible_collections.overcommit.control.plugins.module_utils.host.pressure import NoPressureInfo
+
+PSI = "some avg10=%s avg60=%s avg300=1.00 total=535667579\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+
+
+def host_tree(root, avg10, avg60, psi=True):
+    files = {"proc/loadavg": "1.47 1.92 1.86 3/152 20172\n", "proc/stat": "procs_running 5\nprocs_blocked 1\n",
+             "sys/devices/system/cpu/online": "0-1\n"}
+    if psi:
+        files.update(("proc/pressure/%s" % r, PSI % (avg10, avg60)) for r in ("cpu", "memory", "io"))
+    for path, text in files.items():
+        target = root.joinpath(*path.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def collect(source, args, until=None, timeout=5.0):
+    """Runs a source's main() with a queue; returns the events put."""
+    async def run():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(source.main(queue, args))
+        if until is not None:
+            await until(queue)
+            task.cancel()
+        else:
+            await asyncio.wait_for(task, timeout)
+        out = []
+        while not queue.empty():
+            out.append(queue.get_nowait())
+        return out
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({}, 2),
+    ({"min_cpu_some_avg60": 20}, 2),
+    ({"min_cpu_some_avg60": 40}, 0),
+    ({"min_cpu_some_avg10": 40, "min_cpu_some_avg60": 20}, 0),
+])
+def test_host_pressure_puts_an_event_a_round_over_the_thresholds(tmp_path, args, expected):
+    host_tree(tmp_path, "35.00", "25.00")
+    found = collect(host_pressure, dict(args, root=str(tmp_path), rounds=2, interval=0.01, host="hv-1"))
+    assert len(found) == expected
+    if found:
+        event = found[0]["host_pressure"]
+        assert event["host"] == "hv-1" and event["cpus"] == 2 and event["procs_running"] == 5
+        assert event["pressure"]["cpu"]["some"]["avg60"] == 25.0
+
+
+def test_host_pressure_ends_with_the_reason_on_a_host_without_psi(tmp_path):
+    host_tree(tmp_path, "0", "0", psi=False)
+    with pytest.raises(NoPressureInfo):
+        collect(host_pressure, {"root": str(tmp_path), "rounds": 1})
+
+
+NOTIFICATION = {
+    "version": "4", "groupKey": "{}:{alertname=\"OvercommitVMStealHigh\"}", "status": "firing",
+    "receiver": "overcommit", "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
+    "externalURL": "http://127.0.0.1:9093", "truncatedAlerts": 0,
+    "alerts": [
+        {"status": "firing", "labels": {"alertname": "OvercommitVMStealHigh", "host": "hv-1", "vm": "web-1",
+                                        "severity": "warning"},
+         "annotations": {"summary": "web-1 waits"}, "startsAt": "2026-11-30T10:00:00Z",
+         "endsAt": "0001-01-01T00:00:00Z", "fingerprint": "a1"},
+        {"status": "resolved", "labels": {"alertname": "OvercommitHostCPUPressure", "instance": "hv-2:9100"},
+         "annotations": {}, "startsAt": "2026-11-30T09:00:00Z", "endsAt": "2026-11-30T10:00:00Z",
+         "fingerprint": "b2"},
+    ],
+}
+
+
+async def post(port, body, path="/alerts", method="POST"):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                  % (method, path, len(body))).encode() + body)
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    writer.close()
+    return status
+
+
+def free_port():
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_alertmanager_puts_one_event_per_alert_firing_and_resolved():
+    port = free_port()
+    statuses = []
+
+    async def exchange(queue):
+        await asyncio.sleep(0.2)
+        statuses.append(await post(port, json.dumps(NOTIFICATION).encode()))
+        while queue.qsize() < 2:
+            await asyncio.sleep(0.01)
+    found = collect(alertmanager, {"port": port}, until=exchange)
+    assert statuses == [202]
+    firing, resolved = (event["overcommit_alert"] for event in found)
+    assert firing["name"] == "OvercommitVMStealHigh" and firing["status"] == "firing"
+    assert firing["host"] == "hv-1" and firing["vm"] == "web-1" and firing["node"] is None
+    assert firing["annotations"]["summary"] == "web-1 waits" and firing["receiver"] == "overcommit"
+    assert resolved["status"] == "resolved" and resolved["host"] == "hv-2" and resolved["ends_at"].startswith("2026")
+
+
+@pytest.mark.parametrize("body, path, method, status", [
+    (b"not json", "/alerts", "POST", 400),
+    (json.dumps(dict(NOTIFICATION, version="3")).encode(), "/alerts", "POST", 400),
+    (json.dumps({"version": "4", "alerts": "x"}).encode(), "/alerts", "POST", 400),
+    (json.dumps(NOTIFICATION).encode(), "/other", "POST", 404),
+    (b"", "/alerts", "GET", 405),
+    (b"x" * 2048, "/alerts", "POST", 413),
+])
+def test_alertmanager_refuses_what_is_no_notification_and_puts_nothing(body, path, method, status):
+    port = free_port()
+    statuses = []
+
+    async def exchange(queue):
+        await asyncio.sleep(0.2)
+        statuses.append(await post(port, body, path, method))
+    found = collect(alertmanager, {"port": port, "max_body_bytes": 1024}, until=exchange)
+    assert statuses == [status] and found == []
