@@ -32,7 +32,6 @@ SERVERS = {  # log name: (lab.env key, health path)
 }
 
 
-
 class Stack:
     """The lab's monitoring servers as lab.env names them."""
 
@@ -216,7 +215,8 @@ def test_a_throttle_sample_goes_through_prometheus_and_alertmanager_to_the_webho
 
     # The samples leave the textfile: the alert resolves and the webhook hears so.
     write_atomically(textfile, header)
-    stack.wait_for("webhook-receiver", "a %s post for %s" % ("resolved", TEST_ALERT), posted("resolved"))
+    stack.wait_for("webhook-receiver", "a resolved post for %s" % TEST_ALERT, posted("resolved"))
+
     def gone():
         alerts = stack.api("prometheus", "/api/v1/alerts")["data"]["alerts"]
         return not any(has_labels(a["labels"], VM_LABELS) for a in alerts), alerts
