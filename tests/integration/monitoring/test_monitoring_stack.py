@@ -38,6 +38,11 @@ class Stack:
     def __init__(self, lab):
         self.lab = lab
         self.state = os.path.join(lab["OVERCOMMIT_LAB_HOME"], "state", "monitoring")
+        keys = [key for key, _path in SERVERS.values()] + ["OVERCOMMIT_TEXTFILE_DIR", "OVERCOMMIT_WEBHOOK_LOG"]
+        missing = [key for key in keys if key not in lab]
+        if missing:
+            pytest.fail("lab.env has no %s: it was written by a lab without the monitoring group "
+                        "(run tests/testbed/lab up monitoring)" % ", ".join(missing), pytrace=False)
         for server, (_key, path) in SERVERS.items():
             self.http(server, path)
 
