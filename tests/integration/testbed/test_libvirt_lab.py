@@ -2,21 +2,21 @@
 
 import libvirt
 
-from measure import cpu_rate
+from measure import check_braked, check_recovered, cpu_rate
 
 
 def test_busy_guest_burns_one_cpu_until_a_global_quota_caps_it(libvirt_conn, busy_guest):
-    # Unthrottled it takes what the 2-core host gives it: near 1 CPU when idle.
+    # Unthrottled it takes what the 2-core host gives it (near 1 CPU when the host is idle):
+    # the capped rate is compared with that, measured now, not with a fixed figure.
     unthrottled = cpu_rate(libvirt_conn, busy_guest)
-    assert unthrottled > 0.5
 
     busy_guest.setSchedulerParametersFlags(
         {"global_period": 100000, "global_quota": 20000}, libvirt.VIR_DOMAIN_AFFECT_LIVE)
     throttled = cpu_rate(libvirt_conn, busy_guest)
-    assert 0.1 < throttled < 0.3, throttled
+    check_braked(unthrottled, throttled, 0.2)
 
     busy_guest.setSchedulerParametersFlags({"global_quota": -1}, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-    assert cpu_rate(libvirt_conn, busy_guest) > throttled + 0.25
+    check_recovered(unthrottled, throttled, cpu_rate(libvirt_conn, busy_guest))
 
 
 def test_lab_guests_cover_the_classes(libvirt_conn):
