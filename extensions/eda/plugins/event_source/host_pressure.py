@@ -61,6 +61,15 @@ EXAMPLES = r"""
 import asyncio
 import socket
 
+import os
+import sys
+
+# ansible-rulebook runs a source as a file, without the folder this collection
+# is installed in on sys.path; the imports of its module_utils below need it.
+COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *([os.pardir] * 7)))
+if COLLECTIONS_ROOT not in sys.path:
+    sys.path.append(COLLECTIONS_ROOT)
+
 from ansible_collections.overcommit.control.plugins.module_utils.host.procfs import ProcFS
 from ansible_collections.overcommit.control.plugins.module_utils.host.signals import host_signals
 
