@@ -38,8 +38,10 @@ def check_request(params):
     if not trace_path and not names:
         raise ValueRangeError("scenario", names, "a scenario (%s, or %s) when no trace is given"
                               % (", ".join(sorted(scenarios.SCENARIOS)), ALL))
-    if names == [ALL]:
-        names = list(scenarios.SMALL)
+    if ALL in names:
+        names = list(dict.fromkeys(list(scenarios.SMALL) + [name for name in names if name != ALL]))
+    if trace_path and params.get("write_trace"):
+        raise ValueRangeError("write_trace", True, "false when trace is given (it writes generated scenarios)")
     for name in names:
         if name not in scenarios.SCENARIOS:
             raise ValueRangeError("scenario", name, "one of %s, or %s" % (", ".join(sorted(scenarios.SCENARIOS)), ALL))

@@ -120,6 +120,15 @@ def test_unknown_scenario_and_policy_are_refused_by_name(tmp_path):
     with pytest.raises(ValueRangeError) as error:
         run.check_request({"report_dir": str(tmp_path)})
     assert error.value.field == "scenario"
+    trace, hosts = write(tmp_path, HEADER + "0,hv-1,a,shared,2,1,0\n")
+    with pytest.raises(ValueRangeError) as error:
+        run.check_request({"trace": trace, "trace_hosts": hosts, "report_dir": str(tmp_path), "write_trace": True})
+    assert error.value.field == "write_trace"
+
+
+def test_all_stands_for_every_small_scenario_beside_others(tmp_path):
+    request = run.check_request({"scenario": ["fleet", "all"], "report_dir": str(tmp_path)})
+    assert request["scenarios"] == list(scenarios.SMALL) + ["fleet"]
 
 
 def test_percentiles_are_nearest_rank():
