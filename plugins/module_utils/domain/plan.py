@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A recommended plan as an artefact a person approves and a later run
+applies exactly. Pure: no I/O, no clock (the caller says what time it is).
+
+A plan is the policy's actions with what each one saw of its object (the
+cap in force and the time of its throttle record; for a node, whether it was
+gated and since when), an id, when it was made and until when it may be
+applied. Applying checks, per object, that the object still is as the plan
+saw it, and refuses the whole plan once it has expired."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+from datetime import datetime, timezone
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+
+VERSION = 1
+DEFAULT_TTL_SECONDS = 3600
+# Caps are compared as the modules report them, to the millicpu.
+CAP_TOLERANCE = 0.0005
+
+
+class PlanExpired(Exception):
+    """The plan's time to live has passed: nothing of it may be applied."""
+
+
+def _rfc3339(unix):
+    return datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def describe_cap(cpus):
+    return "unlimited" if cpus is None else "%g CPU" % cpus
+
+
+def change_text(action):
+    """What an action does, in words an approver reads."""
+    kind = action["action"]
+    if kind in ("throttle", "relax"):
+        return "%s to %s, was %s" % (kind, describe_cap(action["cpus"]), describe_cap(action.get("previous_cpus")))
+    if kind == "restore":
+        return "restore exactly (now %s)" % describe_cap(action.get("previous_cpus"))
+    return "%s node" % kind
+
+
+def make(policy_plan, seen, now, ttl_seconds=DEFAULT_TTL_SECONDS):
+    """The artefact of one recommendation. policy_plan: what policy.decide
+    returned; seen: {object: {...}} what each object looked like when the
+    policy decided (vm: cap_cpus and throttle_time; node: gated and
+    gate_time), keyed as the actions' `object`."""
+    if not isinstance(ttl_seconds, (int, float)) or isinstance(ttl_seconds, bool) or ttl_seconds <= 0:
+        raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
+    actions = []
+    for action in policy_plan["actions"]:
+        if action["object"] not in seen:
+            raise ValueRangeError("seen", action["object"], "what the plan saw of every object it acts on")
+        actions.append(dict(action, change=change_text(action), expected=seen[action["object"]]))
+    body = {"version": VERSION, "created": _rfc3339(now), "created_unix": int(now),
+            "expires_unix": int(now + ttl_seconds), "ttl_seconds": ttl_seconds, "actions": actions,
+            "deferred": policy_plan.get("deferred", []), "held": policy_plan.get("held", []),
+            "notes": policy_plan.get("notes", []), "state": policy_plan.get("state", {})}
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:10]
+    body["id"] = "plan-%s-%s" % (body["created"].replace("-", "").replace(":", ""), digest)
+    return body
+
+
+def check(plan, now):
+    """Refuses, before anything is applied, a plan that is not one or has
+    expired. Returns the plan."""
+    if not isinstance(plan, dict) or plan.get("version") != VERSION or "id" not in plan:
+        raise ValueRangeError("plan", type(plan).__name__, "a plan made by the recommend role (version %d)" % VERSION)
+    if now > plan["expires_unix"]:
+        raise PlanExpired("plan %s expired at %s (%d s ago): nothing was applied; make a new one"
+                          % (plan["id"], _rfc3339(plan["expires_unix"]), now - plan["expires_unix"]))
+    return plan
+
+
+def select(plan, only):
+    """The actions an approver picked by object name (VM name, namespace/name
+    or node name, or the action's `object`); all of them when `only` is
+    empty. Names that match no action are refused, naming `only`."""
+    if not only:
+        return list(plan["actions"])
+    names = set(only)
+    matched = [a for a in plan["actions"] if names & {a["object"], a.get("vm"), a.get("node")}]
+    known = set()
+    for action in plan["actions"]:
+        known.update(name for name in (action["object"], action.get("vm"), action.get("node")) if name)
+    unknown = sorted(names - known)
+    if unknown:
+        raise ValueRangeError("only", unknown[0], "objects of plan %s: %s" % (plan["id"], ", ".join(sorted(known))))
+    return matched
+
+
+def changed_since(action, now_seen):
+    """Why the object is no longer as the plan saw it, or None when it is."""
+    expected = action["expected"]
+    for key in sorted(set(expected) | set(now_seen)):
+        before, after = expected.get(key), now_seen.get(key)
+        if key == "cap_cpus" and before is not None and after is not None:
+            if abs(before - after) <= CAP_TOLERANCE:
+                continue
+        elif before == after:
+            continue
+        return "%s changed since plan: %s was %s, is %s now" % (action["object"], key, _shown(key, before),
+                                                                  _shown(key, after))
+    return None
+
+
+def _shown(key, value):
+    if key == "cap_cpus":
+        return describe_cap(value)
+    return "none" if value is None else str(value)
