@@ -52,7 +52,7 @@ def main(argv=None):
     parser.add_argument("--listen", default="127.0.0.1:19095", help="HOST:PORT")
     parser.add_argument("--log", required=True, help="JSON lines file the bodies are appended to")
     args = parser.parse_args(argv)
-    host, _, port = args.listen.rpartition(":")
+    host, _colon, port = args.listen.rpartition(":")
     Handler.log_path = args.log
     server = ThreadingHTTPServer((host, int(port)), Handler)
     print("listening on http://%s:%s/, appending to %s" % (host, port, args.log), file=sys.stderr, flush=True)

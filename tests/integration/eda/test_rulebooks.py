@@ -48,11 +48,11 @@ def run_rulebook(path, tmp_path, timeout=120):
 
 
 def test_host_pressure_events_reach_a_rule(tmp_path):
-    path = rulebook(tmp_path, "host pressure", [{"overcommit.control.host_pressure": {"rounds": 1, "interval": 0,
-                                                                                       "host": "lab-host"}}],
-                    [{"name": "pressure seen", "condition": "event.host_pressure.host == \"lab-host\" and "
-                      "event.host_pressure.cpus > 0", "actions": [{"debug": {"msg": "RULE FIRED cpus={{ event.host_pressure.cpus }}"}},
-                                                                  {"shutdown": {"delay": 0}}]}])
+    source = {"overcommit.control.host_pressure": {"rounds": 1, "interval": 0, "host": "lab-host"}}
+    rule = {"name": "pressure seen",
+            "condition": "event.host_pressure.host == \"lab-host\" and event.host_pressure.cpus > 0",
+            "actions": [{"debug": {"msg": "RULE FIRED cpus={{ event.host_pressure.cpus }}"}}, {"shutdown": {"delay": 0}}]}
+    path = rulebook(tmp_path, "host pressure", [source], [rule])
     code, output = run_rulebook(path, tmp_path)
     assert code == 0, output[-3000:]
     assert "RULE FIRED cpus=%d" % os.cpu_count() in output and "'avg10'" in output
@@ -95,8 +95,8 @@ def write_textfile(tmp_path, lab):
     assert written.returncode == 0, written.stdout[-3000:]
 
 
-def test_a_shipped_alert_fires_through_alertmanager_into_a_rulebook_and_resolves(tmp_path, lab, libvirt_conn,
-                                                                               busy_guest):
+def test_a_shipped_alert_fires_through_alertmanager_into_a_rulebook_and_resolves(
+        tmp_path, lab, libvirt_conn, busy_guest):
     """The steal rule needs its condition for 1 minute, so this test takes
     about two. Two busy guests alone just fill the lab's two cores, so two
     spinning host processes are the noisy neighbours that make them wait."""
@@ -127,7 +127,7 @@ def test_a_shipped_alert_fires_through_alertmanager_into_a_rulebook_and_resolves
 
     with open(output_file, "w") as out:
         process = subprocess.Popen(command(path, tmp_path), env=environment(), stdout=out, stderr=subprocess.STDOUT)
-    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _neighbour in range(2)]
     try:
         time.sleep(5)  # the guests spin up and contend
         write_textfile(tmp_path, lab)
