@@ -14,6 +14,8 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import rounds
+
 SOURCES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "..", "extensions", "eda", "plugins",
                                         "event_source", "*.py")))
 
@@ -30,6 +32,8 @@ def strings_and_arguments(path):
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "args" and node.args
                 and isinstance(node.args[0], ast.Constant)):
             read.add(node.args[0].value)
+        if isinstance(node, ast.Name) and node.id == "put_rounds":
+            read.update(rounds.ARGUMENTS)
     return strings, read
 
 

@@ -70,40 +70,27 @@ COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *([os
 if COLLECTIONS_ROOT not in sys.path:
     sys.path.append(COLLECTIONS_ROOT)
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.rounds import PrintQueue, put_rounds
 from ansible_collections.overcommit.control.plugins.module_utils.host.procfs import ProcFS
 from ansible_collections.overcommit.control.plugins.module_utils.host.signals import host_signals
 
 
 def measure(args):
-    """One round: the event, or None when the host is under the thresholds."""
+    """One round: the event, or none when the host is under the thresholds."""
     signals = host_signals(ProcFS(args.get("root", "/")))
     some = signals["pressure"]["cpu"]["some"]
     if some.get("avg10", 0.0) < float(args.get("min_cpu_some_avg10", 0.0)) or \
             some.get("avg60", 0.0) < float(args.get("min_cpu_some_avg60", 0.0)):
-        return None
-    return {"host_pressure": {
+        return []
+    return [{"host_pressure": {
         "host": args.get("host") or socket.gethostname(), "cpus": signals["cpus"],
         "procs_running": signals["procs_running"], "procs_blocked": signals["procs_blocked"],
-        "load": signals["load"], "pressure": signals["pressure"]}}
+        "load": signals["load"], "pressure": signals["pressure"]}}]
 
 
 async def main(queue, args):
-    rounds = int(args.get("rounds", 0))
-    interval = float(args.get("interval", 10))
-    done = 0
-    while not rounds or done < rounds:
-        event = measure(args)
-        if event is not None:
-            await queue.put(event)
-        done += 1
-        if not rounds or done < rounds:
-            await asyncio.sleep(interval)
+    await put_rounds(queue, args, measure, 10)
 
 
 if __name__ == "__main__":
-    # Quick look from a shell: print one round.
-    class PrintQueue:
-        async def put(self, event):
-            print(event)
-
     asyncio.run(main(PrintQueue(), {"rounds": 1}))

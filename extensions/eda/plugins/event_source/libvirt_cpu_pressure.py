@@ -72,6 +72,7 @@ COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *([os
 if COLLECTIONS_ROOT not in sys.path:
     sys.path.append(COLLECTIONS_ROOT)
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.rounds import PrintQueue, put_rounds
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import describe_domains
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
@@ -100,23 +101,8 @@ def measure(args):
 
 
 async def main(queue, args):
-    rounds = int(args.get("rounds", 0))
-    interval = float(args.get("interval", 30))
-    loop = asyncio.get_running_loop()
-    done = 0
-    while not rounds or done < rounds:
-        # libvirt calls block: keep them off the rulebook's event loop.
-        for event in await loop.run_in_executor(None, measure, args):
-            await queue.put(event)
-        done += 1
-        if not rounds or done < rounds:
-            await asyncio.sleep(interval)
+    await put_rounds(queue, args, measure, 30)
 
 
 if __name__ == "__main__":
-    # Quick look from a shell: print one round of events.
-    class PrintQueue:
-        async def put(self, event):
-            print(event)
-
     asyncio.run(main(PrintQueue(), {"rounds": 1, "sample_seconds": 1}))
