@@ -107,8 +107,8 @@ def changed_since(action, now_seen):
                 continue
         elif before == after:
             continue
-        return "%s changed since plan: %s was %s, is %s now" % (action["object"], key, _shown(key, before),
-                                                                  _shown(key, after))
+        return "%s changed since plan: %s was %s, is %s now" % (
+            action["object"], key, _shown(key, before), _shown(key, after))
     return None
 
 
