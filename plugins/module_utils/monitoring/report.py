@@ -1,0 +1,343 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the operator's report page shows, decided in Python so the page's
+template only lays it out. Pure: the info modules' results in, rows of text
+and chart series out.
+
+Per hypervisor host: the rounds of libvirt_cputune_info and of
+host_pressure_info playbooks/report.yml took, turned into the series of the
+host's CPU pressure, each VM's CPUs used with its cap and its steal, and one
+row per VM (class, vCPUs, use, steal, cap, and the throttle in force: why, by
+whom, since when and what it replaced). Also the gated Kubernetes nodes and
+the two-layer (Kubernetes on ESXi) rows. Every value the page prints is text
+here; the template escapes it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.overcommit.control.plugins.module_utils.common import svg
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import PARAMETERS
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
+from ansible_collections.overcommit.control.plugins.module_utils.monitoring.textfile import unix_time
+
+NONE = "n/a"
+# The policy gates a host's node at this PSI cpu some (avg60 and avg10, %).
+GATE_PRESSURE = PARAMETERS["gate_pressure"][0]
+THRESHOLD_COLOUR = "#7f7f7f"
+
+
+def utc_text(seconds):
+    """A unix time as people read it: "2026-01-05 10:00:00 UTC"."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+
+
+def clock_text(seconds):
+    return time.strftime("%H:%M:%S", time.gmtime(seconds))
+
+
+def duration_text(seconds):
+    """How long, coarsely: "under a minute", "5 min", "2 h 5 min", "3 d 4 h"."""
+    if seconds is None:
+        return NONE
+    minutes = int(max(seconds, 0) // 60)
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 60:
+        return "%d min" % minutes
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return "%d h %d min" % (hours, minutes) if minutes else "%d h" % hours
+    days, hours = divmod(hours, 24)
+    return "%d d %d h" % (days, hours) if hours else "%d d" % days
+
+
+def cpus_text(value):
+    """CPUs to three decimals (an idle VM uses a few thousandths), or n/a."""
+    return NONE if value is None else "%.3f" % value
+
+
+def percent_text(value):
+    return NONE if value is None else "%.1f %%" % value
+
+
+def ratio_text(value, unit=""):
+    return NONE if value is None else "%g%s" % (value, unit)
+
+
+def spread(window, count, at_end):
+    """`count` times spread evenly over window [start, end]: the ends of
+    `count` back-to-back rounds (at_end), or `count` samples taken at the
+    start, the end and evenly between."""
+    if count <= 0:
+        return []
+    start, end = float(window[0]), float(window[1])
+    if end < start:
+        raise ValueRangeError("window", list(window), "[start, end] with end not before start")
+    if at_end:
+        return [start + (i + 1) * (end - start) / count for i in range(count)]
+    if count == 1:
+        return [start]
+    return [start + i * (end - start) / (count - 1) for i in range(count)]
+
+
+def _number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value
+
+
+def replaced_text(record, vcpus):
+    """What a throttle record says the cap replaced, as people read it
+    ("unlimited", "2 CPU, shares 1024"); per target when live and the
+    persistent config differed."""
+    previous = (record or {}).get("previous") or {}
+    texts = []
+    for target in ("live", "config"):
+        values = previous.get(target)
+        if values is None:
+            continue
+        text = plan.cap_text(values, vcpus or 1)
+        if values.get("cpu_shares"):
+            text += ", shares %s" % values["cpu_shares"]
+        texts.append((target, text))
+    if not texts:
+        return NONE
+    if len(set(text for _target, text in texts)) == 1:
+        return texts[0][1]
+    return "; ".join("%s: %s" % pair for pair in texts)
+
+
+def throttle_state(domain, now):
+    """Whether the collection's throttle is in force on the domain, and its
+    why, who, since when and what it replaced, as text. A cap without the
+    collection's record was set by someone else: reported, not as ours."""
+    record = domain.get("throttle")
+    if record:
+        started = unix_time(record.get("time"))
+        cap = record.get("cpus")
+        if cap is not None and record.get("scope") == "vcpu":
+            cap_text = "%g CPU per vCPU" % cap
+        else:
+            cap_text = NONE if cap is None else "%g CPU" % cap
+        return {"throttled": True, "kind": "throttled", "state": "throttled",
+                "reason": str(record.get("reason") or NONE), "by": str(record.get("by") or NONE), "since": str(record.get("time") or NONE),
+                "for": duration_text(now - started) if started is not None else NONE,
+                "cap_asked": cap_text, "replaced": replaced_text(record, domain.get("vcpus"))}
+    capped = domain.get("cap_cpus") is not None
+    return {"throttled": False, "kind": "capped" if capped else "open",
+            "state": "capped without a record of this collection" if capped else "not throttled",
+            "reason": "", "by": "", "since": "", "for": "", "cap_asked": "", "replaced": ""}
+
+
+def _chart(title, times, lines, y_label, y_max=None):
+    return {"title": title, "times": times, "lines": lines, "y_label": y_label, "y_max": y_max}
+
+
+def _window_text(times):
+    if not times:
+        return ""
+    if len(times) == 1:
+        return ", %s UTC" % clock_text(times[0])
+    return ", %s to %s UTC" % (clock_text(times[0]), clock_text(times[-1]))
+
+
+def _round_domains(round_result, index):
+    if not isinstance(round_result, dict):
+        raise ValueRangeError("vm_rounds[%d]" % index, round_result, "a libvirt_cputune_info result")
+    domains = round_result.get("domains")
+    if domains is None:
+        return None
+    if not isinstance(domains, list):
+        raise ValueRangeError("vm_rounds[%d].domains" % index, domains, "a list of domains")
+    out = {}
+    for position, domain in enumerate(domains):
+        if not isinstance(domain, dict) or not domain.get("name"):
+            raise ValueRangeError("vm_rounds[%d].domains[%d]" % (index, position), domain,
+                                  "a domain as libvirt_cputune_info returns it")
+        out[domain["name"]] = domain
+    return out
+
+
+def host_view(name, measured, now):
+    """The report's section of one hypervisor host. measured: {vm_rounds:
+    the registered loop results of libvirt_cputune_info, pressure_rounds:
+    those of host_pressure_info, vm_window and pressure_window: [start, end]
+    unix times of each loop}; None for a host that was not measured."""
+    if not measured:
+        return {"name": name, "measured": False, "errors": ["not measured (unreachable, or its play failed)"],
+                "vms": [], "charts": [], "facts": []}
+    if not isinstance(measured, dict):
+        raise ValueRangeError("hosts.%s" % name, measured, "the rounds the report playbook took on the host")
+    vm_rounds = measured.get("vm_rounds") or []
+    pressure_rounds = measured.get("pressure_rounds") or []
+    for field, value in (("vm_rounds", vm_rounds), ("pressure_rounds", pressure_rounds)):
+        if not isinstance(value, list):
+            raise ValueRangeError("hosts.%s.%s" % (name, field), value, "a list of registered loop results")
+    errors = []
+    vm_times = spread(measured.get("vm_window") or [0, 0], len(vm_rounds), at_end=True)
+    pressure_times = spread(measured.get("pressure_window") or [0, 0], len(pressure_rounds), at_end=False)
+
+    rounds = []
+    for index, round_result in enumerate(vm_rounds):
+        domains = _round_domains(round_result, index)
+        if round_result.get("failed") and round_result.get("msg"):
+            errors.append("VM round %d: %s" % (index + 1, round_result["msg"]))
+        rounds.append(domains or {})
+    names = sorted(set(n for domains in rounds for n in domains))
+    vms, used_lines, steal_lines = [], [], []
+    for position, vm in enumerate(names):
+        seen = [domains.get(vm) for domains in rounds]
+        last = [d for d in seen if d is not None][-1]
+        used = [_number(((d or {}).get("usage") or {}).get("cpus_used")) for d in seen]
+        steal = [_number(((d or {}).get("usage") or {}).get("steal_cpus")) for d in seen]
+        caps = [_number((d or {}).get("cap_cpus")) for d in seen]
+        colour = svg.colour(position)
+        if any(v is not None for v in used):
+            used_lines.append({"label": vm, "values": used, "colour": colour})
+        if any(v is not None for v in caps):
+            used_lines.append({"label": "%s cap" % vm, "values": caps, "colour": colour, "dashed": True, "step": True})
+        if any(v is not None for v in steal):
+            steal_lines.append({"label": vm, "values": steal, "colour": colour})
+        known_used = [v for v in used if v is not None]
+        known_steal = [v for v in steal if v is not None]
+        if last.get("failed"):
+            running = "failed: %s" % (last.get("msg") or "unreadable")
+        else:
+            running = "running" if last.get("active") else "shut off"
+        row = {"name": vm, "class": str(last.get("class") or NONE), "vcpus": str(last.get("vcpus") or NONE),
+               "running": running,
+               "used": cpus_text(sum(known_used) / len(known_used)) if known_used else NONE,
+               "used_max": cpus_text(max(known_used)) if known_used else NONE,
+               "steal": cpus_text(sum(known_steal) / len(known_steal)) if known_steal else NONE,
+               "steal_max": cpus_text(max(known_steal)) if known_steal else NONE,
+               "cap": NONE if last.get("cap_cpus") is None else "%g" % last["cap_cpus"]}
+        row.update(throttle_state(last, now))
+        vms.append(row)
+
+    avg10, avg60, running_tasks, cpus, load1 = [], [], [], None, None
+    for index, round_result in enumerate(pressure_rounds):
+        if not isinstance(round_result, dict):
+            raise ValueRangeError("hosts.%s.pressure_rounds[%d]" % (name, index), round_result,
+                                  "a host_pressure_info result")
+        if round_result.get("failed"):
+            errors.append("pressure round %d: %s" % (index + 1, round_result.get("msg") or "failed"))
+        some = ((round_result.get("pressure") or {}).get("cpu") or {}).get("some") or {}
+        avg10.append(_number(some.get("avg10")))
+        avg60.append(_number(some.get("avg60")))
+        running_tasks.append(_number(round_result.get("procs_running")))
+        cpus = round_result.get("cpus", cpus)
+        load1 = (round_result.get("load") or {}).get("load1", load1)
+    pressure_lines = [{"label": "PSI cpu some avg10", "values": avg10},
+                      {"label": "PSI cpu some avg60", "values": avg60, "dashed": True}]
+    if pressure_rounds:
+        pressure_lines.append({"label": "node gate at %g %%" % GATE_PRESSURE,
+                               "values": [GATE_PRESSURE] * len(pressure_rounds), "dashed": True,
+                               "colour": THRESHOLD_COLOUR})
+    known10 = [v for v in avg10 if v is not None]
+    known_tasks = [v for v in running_tasks if v is not None]
+    facts = [("CPUs", NONE if cpus is None else str(cpus)),
+             ("PSI cpu some avg10, last", percent_text(known10[-1] if known10 else None)),
+             ("PSI cpu some avg10, highest", percent_text(max(known10) if known10 else None)),
+             ("runnable tasks, highest", NONE if not known_tasks else str(max(known_tasks))),
+             ("load (1 min), last", ratio_text(load1)),
+             ("VMs throttled", "%d of %d" % (len([v for v in vms if v["throttled"]]), len(vms)))]
+    charts = [
+        _chart("Host CPU pressure%s" % _window_text(pressure_times), pressure_times, pressure_lines,
+               "% of time some task waited"),
+        _chart("CPUs used per VM, caps dashed%s" % _window_text(vm_times), vm_times, used_lines, "CPUs"),
+        _chart("Steal per VM%s" % _window_text(vm_times), vm_times, steal_lines, "CPUs waited for"),
+    ]
+    return {"name": name, "measured": True, "errors": errors, "vms": vms, "charts": charts,
+            "facts": [{"name": key, "value": value} for key, value in facts],
+            "rounds": len(vm_rounds)}
+
+
+def gated_rows(nodes, now):
+    """One row per Kubernetes node that carries the collection's gate: why,
+    by whom, since when, which taints, whether it cordoned."""
+    rows = []
+    for index, node in enumerate(nodes or []):
+        if not isinstance(node, dict) or not node.get("name"):
+            raise ValueRangeError("nodes[%d]" % index, node, "a node as node_overcommit_info returns it")
+        record = node.get("gate")
+        if not record:
+            continue
+        started = unix_time(record.get("time"))
+        rows.append({"node": str(node["name"]), "reason": str(record.get("reason") or NONE),
+                     "by": str(record.get("by") or NONE), "since": str(record.get("time") or NONE),
+                     "for": duration_text(now - started) if started is not None else NONE,
+                     "taints": ", ".join(str(t) for t in record.get("taints") or []) or NONE,
+                     "cordoned": "yes" if record.get("cordoned") else "no"})
+    return sorted(rows, key=lambda row: row["node"])
+
+
+def two_layer_rows(report):
+    """The two_layer_report filter's node rows as text: both bets, the
+    compound one, the host's pressure and the guard's decision."""
+    rows = []
+    for index, row in enumerate((report or {}).get("nodes") or []):
+        if not isinstance(row, dict) or not row.get("node"):
+            raise ValueRangeError("two_layer.nodes[%d]" % index, row, "a row of two_layer_report")
+        if row.get("vm") is None:
+            rows.append({"node": str(row["node"]), "host": str(row.get("host") or NONE), "vm": NONE,
+                         "k8s_cpu": NONE, "k8s_memory": NONE, "esxi_cpu": NONE, "esxi_memory": NONE,
+                         "compound_cpu": NONE, "compound_memory": NONE, "ready": NONE, "balloon": NONE,
+                         "swap": NONE, "gate": "no ESXi VM found: %s" % (row.get("reason") or NONE)})
+            continue
+        k8s, esxi, both, gate = row["kubernetes"], row["esxi"], row["compound"], row["gate"]
+        rows.append({"node": str(row["node"]), "host": str(row["host"]), "vm": str(row["vm"]),
+                     "k8s_cpu": ratio_text((k8s.get("cpu") or {}).get("limits_ratio")),
+                     "k8s_memory": ratio_text((k8s.get("memory") or {}).get("limits_ratio")),
+                     "esxi_cpu": ratio_text(esxi.get("vcpu_per_core")),
+                     "esxi_memory": ratio_text(esxi.get("memory_ratio")),
+                     "compound_cpu": ratio_text(both.get("cpu")), "compound_memory": ratio_text(both.get("memory")),
+                     "ready": ratio_text(esxi.get("cpu_ready_pct"), " %"),
+                     "balloon": ratio_text(esxi.get("balloon_mb"), " MB"),
+                     "swap": ratio_text(esxi.get("swapped_mb"), " MB"),
+                     "gate": _gate_text(gate)})
+    return sorted(rows, key=lambda row: row["node"])
+
+
+def _gate_text(gate):
+    text = {"gate": "gate (host over its watermark)", "open": "open",
+            "keep": "keep (closed for another reason)"}.get(gate.get("action"), str(gate.get("action")))
+    if gate.get("held"):
+        text += ", held until under the reopen level"
+    return text
+
+
+def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None):
+    """The whole page's content. hosts: {name: what host_view takes};
+    generated: unix time the report was made; hypervisors: the names the
+    report should have (a name without measurements shows as not measured);
+    nodes: node_overcommit_info's nodes, or None when Kubernetes is not
+    reported; two_layer: the two_layer_report filter's result, or None."""
+    if isinstance(generated, bool) or not isinstance(generated, (int, float)):
+        raise ValueRangeError("generated", generated, "the unix time the report was made")
+    if hosts is None:
+        hosts = {}
+    if not isinstance(hosts, dict):
+        raise ValueRangeError("hosts", hosts, "a dict of host name to its rounds")
+    names = list(hypervisors) if hypervisors is not None else sorted(hosts)
+    names += sorted(set(hosts) - set(names))
+    if isinstance(nodes, dict):
+        nodes = nodes.get("nodes")
+    if nodes is not None and not isinstance(nodes, list):
+        raise ValueRangeError("nodes", nodes, "node_overcommit_info's nodes")
+    if two_layer is not None and not isinstance(two_layer, dict):
+        raise ValueRangeError("two_layer", two_layer, "the result of the two_layer_report filter")
+    return {
+        "generated": utc_text(generated),
+        "hosts": [host_view(name, hosts.get(name), generated) for name in names],
+        "kubernetes": nodes is not None,
+        "nodes_total": len(nodes or []),
+        "gated": gated_rows(nodes, generated) if nodes is not None else [],
+        "vsphere": two_layer is not None,
+        "two_layer": two_layer_rows(two_layer) if two_layer is not None else [],
+        "unmatched": [str(n) for n in (two_layer or {}).get("unmatched") or []],
+    }
