@@ -1,0 +1,192 @@
+"""playbooks/report.yml run by ansible-playbook on the lab, as operators run
+it, and its page opened in a real headless browser (Debian's chromium): it
+renders with no console error, the charts and the VM table are in the DOM,
+every libvirt domain of the lab is in the table with its state, and a
+screenshot is kept as a test artefact (tests/output/report/report.png).
+Reads only: no guest is started, stopped or throttled."""
+
+import os
+import re
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from kubernetes import client
+
+from run_module import ROOT, run_playbook
+
+CHROMIUM = "/usr/bin/chromium"
+ARTEFACTS = os.path.join(ROOT, "tests", "output", "report")
+RUNNING = ("oc-lab-idle-1", "oc-lab-idle-4", "oc-lab-dedicated-2")
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+# Elements of SVG that may close themselves (<line .../>).
+SELF_CLOSING = {"line", "rect", "path", "circle", "polyline"}
+GATE_RECORD = "overcommit.control/gate"
+CONSOLE = re.compile(r"CONSOLE|Uncaught", re.IGNORECASE)
+
+
+class Page(HTMLParser):
+    """The tables' rows (cells as text) by table class, the tags seen, and
+    whether every element was closed in order."""
+
+    def __init__(self):
+        HTMLParser.__init__(self, convert_charrefs=True)
+        self.stack, self.problems, self.tags, self.tables = [], [], [], {}
+        self._table, self._row, self._cell = None, None, None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "table":
+            self._table = dict(attrs).get("class") or ""
+            self.tables.setdefault(self._table, [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = ""
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag not in VOID and tag not in SELF_CLOSING:
+            self.problems.append("<%s/> is not a void element" % tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.problems.append("</%s> closes %s" % (tag, self.stack[-1] if self.stack else "nothing"))
+        else:
+            self.stack.pop()
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append(self._cell.strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def parse(html):
+    page = Page()
+    page.feed(html)
+    page.close()
+    return page
+
+
+def chromium(url, tmp_path, *flags):
+    """chromium headless on `url`: (DOM or stdout, the console lines of its
+    log). The browser's own noise (no D-Bus, no GPU in a container) is not a
+    console line."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail("%s is missing: Debian's chromium package is needed (apt-get install chromium)" % CHROMIUM,
+                    pytrace=False)
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+               "--user-data-dir=%s" % (tmp_path / "chromium-profile"), "--window-size=1400,2400"] + list(flags) + [url]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout, [line for line in completed.stderr.splitlines() if CONSOLE.search(line)]
+
+
+def make_report(tmp_path, env=None, **extra):
+    report_dir = tmp_path / "report"
+    extra_vars = dict({"report_dir": str(report_dir), "report_samples": 3, "report_interval": 1}, **extra)
+    completed = run_playbook("report.yml", extra_vars, env=env)
+    assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-2000:]
+    path = report_dir / "report.html"
+    assert path.is_file() and oct(path.stat().st_mode & 0o777) == "0o644"
+    return path
+
+
+def test_the_console_check_sees_a_console_error(tmp_path):
+    """The check below is not vacuous: a page that logs an error is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>x</title></head>'
+                   '<body><script>console.error("control error"); notDefined();</script></body></html>')
+    _dom, console = chromium(bad.as_uri(), tmp_path, "--dump-dom")
+    assert any("control error" in line for line in console) and any("Uncaught" in line for line in console)
+
+
+def test_the_report_renders_in_a_browser_with_charts_and_every_vm(tmp_path, libvirt_conn):
+    # Other tests may define or undefine domains meanwhile: those there before and after must be in it.
+    before = set(domain.name() for domain in libvirt_conn.listAllDomains())
+    path = make_report(tmp_path)
+    there = before & set(domain.name() for domain in libvirt_conn.listAllDomains())
+    html = path.read_text()
+    assert html.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    source = parse(html)
+    assert not source.problems and not source.stack, (source.problems, source.stack)
+    # Self-contained: no script, no stylesheet or font to fetch, no address but SVG's namespace.
+    assert not {"script", "link", "img", "iframe"} & set(source.tags)
+    assert set(re.findall(r"https?://[^\"'\s<>]+", html)) <= {"http://www.w3.org/2000/svg"}
+
+    os.makedirs(ARTEFACTS, exist_ok=True)
+    shot = os.path.join(ARTEFACTS, "report.png")
+    if os.path.exists(shot):
+        os.unlink(shot)
+    _out, console = chromium(path.as_uri(), tmp_path, "--screenshot=%s" % shot)
+    assert not console, console
+    with open(shot, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(shot) > 20000  # a page with charts and tables, not a blank one
+
+    dom, console = chromium(path.as_uri(), tmp_path, "--dump-dom")
+    assert not console, console
+    page = parse(dom)
+    assert page.tags.count("svg") == 3 and page.tags.count("path") >= 3
+    assert "h1" in page.tags and "CPU overcommit report" in dom and "Hypervisor lab-hypervisor" in dom
+
+    rows = page.tables["vms"]
+    header, body = rows[0], rows[1:]
+    assert header[:4] == ["VM", "class", "vCPUs", "state"] and "reason" in header and "since" in header
+    by_name = dict((row[0], dict(zip(header, row))) for row in body)
+    # Every domain of the host, running or not, has its row.
+    assert there <= set(by_name), (sorted(there), sorted(by_name))
+    for name in RUNNING:
+        row = by_name[name]
+        assert row["state"] == "running" and row["vCPUs"] == str(libvirt_conn.lookupByName(name).vcpusFlags(0))
+        assert re.match(r"^\d+\.\d{3} \(\d+\.\d{3}\)$", row["CPUs used (avg, max)"]), row
+        assert row["throttled"] in ("not throttled", "throttled") or row["throttled"].startswith("capped")
+    assert by_name["oc-lab-dedicated-2"]["class"] == "dedicated"
+
+
+def nodes_and_gated(core):
+    """Names of every node, and of those carrying node_admission's gate record."""
+    nodes = core.list_node().items
+    return (set(node.metadata.name for node in nodes),
+            set(node.metadata.name for node in nodes if GATE_RECORD in (node.metadata.annotations or {})))
+
+
+def test_kubernetes_and_vsphere_sections(tmp_path, lab, kube_admin):
+    env = dict(K8S_AUTH_KUBECONFIG=lab["OVERCOMMIT_KUBECONFIG_OPERATOR"])
+    for key in ("VMWARE_HOST", "VMWARE_PORT", "VMWARE_USER", "VMWARE_PASSWORD", "VMWARE_VALIDATE_CERTS"):
+        env[key] = lab[key]
+    core = client.CoreV1Api(kube_admin)
+    before, gated_before = nodes_and_gated(core)
+    path = make_report(tmp_path, env=env, report_samples=1, report_interval=0.5, report_kubernetes=True,
+                       report_vsphere=True, report_vsphere_samples=2)
+    html = path.read_text()
+    page = parse(html)
+    assert not page.problems and "Gated Kubernetes nodes" in html and "Two layers" in html
+    after, gated_after = nodes_and_gated(core)
+    # Every node is in the two-layer table (other tests may add or delete theirs meanwhile).
+    two_layer = set(row[0] for row in page.tables.get("two-layer", [])[1:])
+    assert before & after <= two_layer <= before | after
+    gated = set(row[0] for row in page.tables.get("gated", [])[1:])
+    assert gated_before & gated_after <= gated <= gated_before | gated_after
+
+
+def test_without_report_dir_it_says_what_to_give_before_measuring(tmp_path):
+    completed = run_playbook("report.yml", {"report_samples": 1, "report_interval": 1})
+    assert completed.returncode != 0
+    assert "report_dir is required: -e report_dir=DIR" in completed.stdout
+    assert "VM round" not in completed.stdout  # nothing was measured
+
+
+def test_bad_sampling_is_refused_before_measuring(tmp_path):
+    completed = run_playbook("report.yml", {"report_dir": str(tmp_path), "report_samples": 0})
+    assert completed.returncode != 0 and "report_samples=0 must be a whole number of rounds" in completed.stdout
+    assert not os.listdir(str(tmp_path))
