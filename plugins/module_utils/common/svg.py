@@ -18,7 +18,9 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 LEFT, RIGHT, TOP, BOTTOM = 52, 18, 26, 34
 LEGEND_ROW, CHAR_WIDTH = 16, 6.2
 DASHED = ' stroke-dasharray="6 3"'
-TIME_STEPS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600, 43200, 86400)
+TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600, 43200, 86400)
+# Under this span the axis counts minutes:seconds, above it hours:minutes.
+SHORT_SPAN = 600
 
 
 def colour(index):
@@ -26,15 +28,19 @@ def colour(index):
     return PALETTE[index % len(PALETTE)]
 
 
-def clock(seconds):
-    """Seconds as hours:minutes ("1:05", "24:00")."""
+def clock(seconds, short=False):
+    """Seconds as hours:minutes ("1:05", "24:00"), or with short as
+    minutes:seconds ("2:30")."""
+    if short:
+        whole = int(round(seconds))
+        return "%d:%02d" % (whole // 60, whole % 60)
     minutes = int(round(seconds / 60.0))
     return "%d:%02d" % (minutes // 60, minutes % 60)
 
 
 def line_chart(title, times, lines, y_label, width=640, height=240, y_max=None):
     """An SVG line chart. times: seconds, one per point (the axis shows
-    hours:minutes from the first). lines: dicts with label, values (floats,
+    hours:minutes from the first; minutes:seconds under 10 minutes). lines: dicts with label, values (floats,
     None for a gap), and optionally dashed, step (hold each value until the
     next point) and colour (else the palette's, by position). The y axis
     starts at 0 and ends at y_max (default: the largest value), rounded up
@@ -70,8 +76,9 @@ def line_chart(title, times, lines, y_label, width=640, height=240, y_max=None):
                % (LEFT, TOP, plot_w, plot_h))
     out.extend('<text x="%d" y="%s">%s</text>' % (LEFT - 4, _num(y_of(v) + 4), "%g" % round(v, 6)) for v in y_ticks)
     out.append('</g><g fill="#444" text-anchor="middle">')
-    out.extend('<text x="%s" y="%d">%s</text>' % (_num(x_of(start + o)), TOP + plot_h + 14, clock(o)) for o in x_ticks)
-    out.append('<text x="%d" y="%d">time (h:mm)</text>' % (LEFT + plot_w // 2, TOP + plot_h + 29))
+    short = span < SHORT_SPAN
+    out.extend('<text x="%s" y="%d">%s</text>' % (_num(x_of(start + o)), TOP + plot_h + 14, clock(o, short)) for o in x_ticks)
+    out.append('<text x="%d" y="%d">time (%s)</text>' % (LEFT + plot_w // 2, TOP + plot_h + 29, "m:ss" if short else "h:mm"))
     out.append('<text transform="translate(13 %d) rotate(-90)">%s</text>' % (TOP + plot_h // 2, escape(str(y_label))))
     if not numbers:
         out.append('<text x="%d" y="%d">no data</text>' % (LEFT + plot_w // 2, TOP + plot_h // 2))

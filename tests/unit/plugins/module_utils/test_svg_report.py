@@ -202,3 +202,10 @@ def test_page_of_a_real_simulation():
         assert page.count("<title>%s: CPU used and caps</title>" % name) == 2
     assert "batch-1 (culprit)" in page
     assert len(page) < len(json.dumps(simulation))
+
+
+def test_a_short_span_counts_minutes_and_seconds():
+    chart = svg.line_chart("short", [0, 10, 20, 30], [{"label": "a", "values": [1, 2, 3, 4]}], "CPUs")
+    assert ">0:10<" in chart and ">0:30<" in chart and "time (m:ss)" in chart
+    long_chart = svg.line_chart("long", [0, 3600], [{"label": "a", "values": [1, 2]}], "CPUs")
+    assert "time (h:mm)" in long_chart and ">1:00<" in long_chart
