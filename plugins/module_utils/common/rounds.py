@@ -28,10 +28,3 @@ async def put_rounds(queue, args, measure, default_interval):
         done += 1
         if not rounds or done < rounds:
             await asyncio.sleep(interval)
-
-
-class PrintQueue(object):
-    """For a quick look from a shell: a queue that prints what is put."""
-
-    async def put(self, event):
-        print(event)

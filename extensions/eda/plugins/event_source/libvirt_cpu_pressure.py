@@ -72,7 +72,7 @@ COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *([os
 if COLLECTIONS_ROOT not in sys.path:
     sys.path.append(COLLECTIONS_ROOT)
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.rounds import PrintQueue, put_rounds
+from ansible_collections.overcommit.control.plugins.module_utils.common.rounds import put_rounds
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import describe_domains
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
@@ -105,4 +105,9 @@ async def main(queue, args):
 
 
 if __name__ == "__main__":
+    # Quick look from a shell: print one round.
+    class PrintQueue:
+        async def put(self, event):
+            print(event)
+
     asyncio.run(main(PrintQueue(), {"rounds": 1, "sample_seconds": 1}))
