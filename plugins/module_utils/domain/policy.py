@@ -151,16 +151,20 @@ def _number(field, value, required=False, low=0.0):
 
 
 def _pressure(value, field):
-    """PSI cpu some (avg10, avg60) from host_pressure_info's shape
-    ({cpu: {some: {avg10, avg60}}}) or a flat {some_avg10, some_avg60}."""
+    """PSI cpu some (avg10, avg60) from host_pressure_info's `pressure`
+    ({cpu: {some: {avg10, avg60}}}), its `vm_cgroup.cpu_pressure` (the VMs'
+    cgroup parent: {some: {avg10, avg60}}), or a flat {some_avg10, some_avg60}."""
     if not value:
         return None, None
     if not isinstance(value, dict):
-        raise ValueRangeError(field, value, "a mapping with some_avg10/some_avg60 or cpu.some.avg10/avg60")
-    some = (value.get("cpu") or {}).get("some") if isinstance(value.get("cpu"), dict) else None
-    if some:
-        return _number(field + ".cpu.some.avg10", some.get("avg10")), _number(field + ".cpu.some.avg60", some.get("avg60"))
-    return _number(field + ".some_avg10", value.get("some_avg10")), _number(field + ".some_avg60", value.get("some_avg60"))
+        raise ValueRangeError(field, value, "a mapping with some_avg10/some_avg60, some.avg10/avg60 or cpu.some.avg10/avg60")
+    if isinstance(value.get("cpu"), dict) and isinstance(value["cpu"].get("some"), dict):
+        some, path = value["cpu"]["some"], ".cpu.some."
+    elif isinstance(value.get("some"), dict):
+        some, path = value["some"], ".some."
+    else:
+        return _number(field + ".some_avg10", value.get("some_avg10")), _number(field + ".some_avg60", value.get("some_avg60"))
+    return _number(field + path + "avg10", some.get("avg10")), _number(field + path + "avg60", some.get("avg60"))
 
 
 def host_view(host, index=0):

@@ -286,6 +286,16 @@ def test_sustained_pressure_gates_the_node_before_any_throttle():
     assert plan["state"]["nodes"]["node-hv-1"]["gated_at"] == NOW
 
 
+@pytest.mark.parametrize("pressure", [
+    {"cpu": {"some": {"avg10": 90, "avg60": 40}, "full": {"avg10": 0, "avg60": 0}}},  # host_pressure_info's pressure
+    {"some": {"avg10": 90, "avg60": 40, "total_seconds": 5.0}},  # its vm_cgroup.cpu_pressure
+    {"some_avg10": 90, "some_avg60": 40},
+])
+def test_pressure_is_read_from_each_shape_the_info_module_returns(pressure):
+    hosts = [dict(host(node=True), pressure=pressure)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    assert kinds(decide(hosts, [vm("web-1", 1.0)])) == [("gate", "node-hv-1")]
+
+
 def test_a_pressure_spike_does_not_gate():
     hosts = [host(avg10=90, avg60=12, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
     assert decide(hosts, [vm("web-1", 1.0)])["actions"] == []
