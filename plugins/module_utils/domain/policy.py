@@ -406,6 +406,7 @@ class Cycle(object):
         return self.claimed[vm["key"]] if vm["key"] in self.claimed else vm["cap"]
 
     def _ours(self, vm, state):
+        """Whether the cap in force is the one the policy set."""
         return state.get("cap") is not None and vm["cap"] is not None
 
     def _propose(self, kind, host, vm, cpus, rule, reason, signals, state=None, priority=0.0):
@@ -415,10 +416,9 @@ class Cycle(object):
                            "previous_cpus": vm["cap"]})
             if cpus is not None:
                 action["cpus"] = round(cpus, 3)
+            self.claimed[vm["key"]] = cpus
         else:
             action.update({"node": host["node"]["name"], "object": "node/%s" % host["node"]["name"]})
-        if vm is not None:
-            self.claimed[vm["key"]] = cpus
         paused = host["paused"] or (vm is not None and vm["paused"])
         if paused:
             self.held.append(dict(action, held="kill switch: %s is paused" % ("host %s" % host["name"]
