@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-LAB_HOME = os.environ.get("OVERCOMMIT_LAB_HOME", os.path.expanduser("~/.cache/overcommit-lab"))
+from lab_logs import LAB_HOME, fail_with_log
 
 
 def _load_lab_env():
@@ -26,16 +26,6 @@ def _load_lab_env():
 
 
 LAB = _load_lab_env()
-
-
-def fail_with_log(server, error):
-    log_path = os.path.join(LAB_HOME, "logs", server + ".log")
-    try:
-        with open(log_path, errors="replace") as handle:
-            tail = "".join(handle.readlines()[-30:])
-    except OSError:
-        tail = "(no log at %s)" % log_path
-    pytest.fail("%s is not usable: %s\n--- last lines of %s ---\n%s" % (server, error, log_path, tail), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -61,6 +61,11 @@ class Builder(object):
             demand[index] = min(ceiling * vcpus, max(0.0, value))
         return key
 
+    def vms(self, host, prefix, count, vcpus, level, sigma=0.05):
+        """`count` shared VMs alike, named prefix-1, prefix-2, ..."""
+        for number in range(1, count + 1):
+            self.vm(host, "%s-%d" % (prefix, number), "shared", vcpus, level, sigma=sigma)
+
     def burst(self, key, start, end, level, culprit=True):
         """From `start` to `end` seconds the VM wants `level` CPUs (with a
         little noise); a culprit in the ground truth when `culprit`."""
@@ -86,10 +91,8 @@ def noisy_neighbour(seed):
     build = Builder("noisy_neighbour", seed, {"hv-1": 8}, HOUR)
     culprit = build.vm("hv-1", "batch-1", "shared", 8, 0.2)
     build.burst(culprit, 600, 2400, 7.8)
-    for number in range(1, 4):
-        build.vm("hv-1", "web-%d" % number, "shared", 2, 1.5)
-    for number in range(1, 7):
-        build.vm("hv-1", "idle-%d" % number, "shared", 2, 0.05, sigma=0.2)
+    build.vms("hv-1", "web", 3, 2, 1.5)
+    build.vms("hv-1", "idle", 6, 2, 0.05, sigma=0.2)
     return build.trace
 
 
@@ -105,8 +108,7 @@ def several_culprits(seed):
             build.burst(key, start, start + build.rng.uniform(1800, 3600), 7.6)
         for number in range(1, 5):
             build.vm(host, "app-%d" % number, "shared", 4, build.rng.uniform(2.2, 2.8))
-        for number in range(1, 5):
-            build.vm(host, "idle-%d" % number, "shared", 2, 0.1, sigma=0.2)
+        build.vms(host, "idle", 4, 2, 0.1, sigma=0.2)
     return build.trace
 
 
@@ -118,10 +120,8 @@ def role_swap(seed):
     build.burst(first, 600, 2700, 7.8)
     second = build.vm("hv-1", "db-1", "shared", 8, 1.4)
     build.burst(second, 2700, 4800, 7.8)
-    for number in range(1, 4):
-        build.vm("hv-1", "web-%d" % number, "shared", 2, 1.5)
-    for number in range(1, 4):
-        build.vm("hv-1", "idle-%d" % number, "shared", 2, 0.05, sigma=0.2)
+    build.vms("hv-1", "web", 3, 2, 1.5)
+    build.vms("hv-1", "idle", 3, 2, 0.05, sigma=0.2)
     return build.trace
 
 
@@ -151,8 +151,7 @@ def burstable_drain(seed):
     for start, end in ((1 * HOUR, 3 * HOUR), (9 * HOUR, 12 * HOUR), (18 * HOUR, 18.5 * HOUR)):
         build.burst(bursty, start, end, 1.9, culprit=False)
     build.vm("hv-1", "cron-1", "burstable", 2, 0.2, sigma=0.2, baseline_cpus=0.4)
-    for number in range(1, 4):
-        build.vm("hv-1", "web-%d" % number, "shared", 2, 0.8)
+    build.vms("hv-1", "web", 3, 2, 0.8)
     return build.trace
 
 
@@ -164,8 +163,7 @@ def dedicated_full_load(seed):
     build.vm("hv-1", "rt-1", "dedicated", 8, 8.0, sigma=0)
     culprit = build.vm("hv-1", "batch-1", "shared", 8, 0.2)
     build.burst(culprit, 600, 2700, 7.8)
-    for number in range(1, 5):
-        build.vm("hv-1", "web-%d" % number, "shared", 2, 1.5)
+    build.vms("hv-1", "web", 4, 2, 1.5)
     return build.trace
 
 

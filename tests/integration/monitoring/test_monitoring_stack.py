@@ -16,6 +16,8 @@ import uuid
 import pytest
 import yaml
 
+from lab_logs import fail_with_log
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SHIPPED_RULES = os.path.join(ROOT, "extensions", "prometheus", "overcommit-rules.yml")
 WAIT = 60  # seconds; scrapes and evaluations run every 2 s in the lab
@@ -47,14 +49,7 @@ class Stack:
             self.http(server, path)
 
     def fail(self, server, error):
-        """As the shared fail_with_log: the error and the tail of the server's log."""
-        log_path = os.path.join(self.lab["OVERCOMMIT_LAB_HOME"], "logs", server + ".log")
-        try:
-            with open(log_path, errors="replace") as handle:
-                tail = "".join(handle.readlines()[-30:])
-        except OSError:
-            tail = "(no log at %s)" % log_path
-        pytest.fail("%s is not usable: %s\n--- last lines of %s ---\n%s" % (server, error, log_path, tail), pytrace=False)
+        fail_with_log(server, error, self.lab["OVERCOMMIT_LAB_HOME"])
 
     def http(self, server, path, method="GET", data=None):
         request = urllib.request.Request(self.lab[SERVERS[server][0]] + path, data=data, method=method)
