@@ -93,6 +93,12 @@ options:
     description:
       - Who asked for the throttle; kept in the record. Defaults to the user running the module.
     type: str
+  plan_id:
+    description:
+      - The id of the approved plan this change carries out (role C(overcommit.control.apply_plan) passes it);
+        kept in the record as C(plan), so the object itself says which plan changed it.
+    type: str
+    version_added: 0.2.0
   headroom:
     description:
       - CPUs above the VM's vCPU count that O(state=restored) sets as the limit of a pod that had no limit before the
@@ -239,6 +245,7 @@ def main():
             cpus=dict(type="str"),
             reason=dict(type="str"),
             requested_by=dict(type="str"),
+            plan_id=dict(type="str"),
             headroom=dict(type="float", default=1.0),
             floor=dict(type="float", default=0.25),
             force=dict(type="bool", default=False),

@@ -116,6 +116,12 @@ options:
     description:
       - Who asked for the throttle; kept in the record. Defaults to the user running the module.
     type: str
+  plan_id:
+    description:
+      - The id of the approved plan this change carries out (role C(overcommit.control.apply_plan) passes it);
+        kept in the record as C(plan), so the object itself says which plan changed it.
+    type: str
+    version_added: 0.2.0
   force:
     description:
       - Throttle dedicated domains and go under the shared floor.
@@ -258,6 +264,7 @@ def main():
             apply=dict(type="str", default="auto", choices=["auto", "live", "config", "both"]),
             reason=dict(type="str"),
             requested_by=dict(type="str"),
+            plan_id=dict(type="str"),
             force=dict(type="bool", default=False),
             floor=dict(type="float", default=0.25),
             missing=dict(type="str", default="fail", choices=["fail", "ignore"]),

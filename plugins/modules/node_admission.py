@@ -102,6 +102,12 @@ options:
     description:
       - Who asked for the gate; kept in the record. Defaults to the user running the module.
     type: str
+  plan_id:
+    description:
+      - The id of the approved plan this change carries out (role C(overcommit.control.apply_plan) passes it);
+        kept in the record as C(plan), so the object itself says which plan changed it.
+    type: str
+    version_added: 0.2.0
   prefix:
     description:
       - The key prefix this collection owns, a DNS subdomain followed by C(/).
@@ -221,6 +227,7 @@ def main():
             cordon=dict(type="bool", default=False),
             reason=dict(type="str"),
             requested_by=dict(type="str"),
+            plan_id=dict(type="str"),
             prefix=dict(type="str", default=DEFAULT_PREFIX),
             max_gated_share=dict(type="float", default=0.5),
             fleet_label_selector=dict(type="str"),

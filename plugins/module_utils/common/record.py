@@ -29,5 +29,7 @@ def requester(params):
 
 
 def record_fields(params):
-    """reason, by and time of a change the task makes."""
-    return {"reason": params.get("reason"), "by": requester(params), "time": utc_now()}
+    """reason, by and time of a change the task makes, and the plan it
+    carries out when it is one (None values are left out of records)."""
+    return {"reason": params.get("reason"), "by": requester(params), "time": utc_now(),
+            "plan": params.get("plan_id")}

@@ -61,12 +61,23 @@ def make(policy_plan, seen, now, ttl_seconds=DEFAULT_TTL_SECONDS):
             raise ValueRangeError("seen", action["object"], "what the plan saw of every object it acts on")
         actions.append(dict(action, change=change_text(action), expected=seen[action["object"]]))
     body = {"version": VERSION, "created": _rfc3339(now), "created_unix": int(now),
-            "expires_unix": int(now + ttl_seconds), "ttl_seconds": ttl_seconds, "actions": actions,
+            "expires_unix": int(now + ttl_seconds), "expires": _rfc3339(int(now + ttl_seconds)),
+            "ttl_seconds": ttl_seconds, "actions": actions,
             "deferred": policy_plan.get("deferred", []), "held": policy_plan.get("held", []),
             "notes": policy_plan.get("notes", []), "state": policy_plan.get("state", {})}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:10]
     body["id"] = "plan-%s-%s" % (body["created"].replace("-", "").replace(":", ""), digest)
     return body
+
+
+def summary(plan):
+    """One line per action, held or deferred action and unmeasured host, for
+    the job's output and the approver."""
+    lines = ["%s: %s (%s: %s)" % (a["object"], a["change"], a["rule"], a["reason"]) for a in plan["actions"]]
+    lines += ["held: %s: %s" % (a["object"], a["held"]) for a in plan.get("held", [])]
+    lines += ["deferred: %s: %s" % (a["object"], a["deferred"]) for a in plan.get("deferred", [])]
+    lines += ["not measured: %s: %s" % (s["host"], s["reason"]) for s in plan.get("skipped", [])]
+    return lines
 
 
 def check(plan, now):
@@ -116,3 +127,45 @@ def _shown(key, value):
     if key == "cap_cpus":
         return describe_cap(value)
     return "none" if value is None else str(value)
+
+
+def is_done(action, current, plan_id):
+    """Whether the object already is as the action leaves it: this plan's
+    record with the planned cap or gate on it, or (restore, open) no cap or
+    gate left at all, whoever removed it."""
+    seen = current.get("seen") or {}
+    kind = action["action"]
+    if kind in ("throttle", "relax"):
+        cap = seen.get("cap_cpus")
+        return current.get("plan") == plan_id and cap is not None and abs(cap - action["cpus"]) <= CAP_TOLERANCE
+    if kind == "restore":
+        return seen.get("cap_cpus") is None and not seen.get("throttle_time")
+    if kind == "gate":
+        return current.get("plan") == plan_id and bool(seen.get("gated"))
+    return not seen.get("gated")
+
+
+def review(plan, actions, live, now):
+    """Splits actions of the plan into those to apply, those already done
+    and those refused with the reason. live: {object: {seen: what the
+    object looks like now (as the plan recorded it), plan: the plan id in
+    its record}} for every object the caller read; an object missing there
+    is gone. A plan that expired meanwhile refuses everything left."""
+    out = {"plan": plan["id"], "apply": [], "done": [], "refused": []}
+    expired = now > plan["expires_unix"]
+    for action in actions:
+        current = live.get(action["object"])
+        if current is None:
+            why = "%s not found: it is gone since the plan was made" % action["object"]
+        elif is_done(action, current, plan["id"]):
+            out["done"].append(action)
+            continue
+        elif expired:
+            why = "plan %s expired at %s" % (plan["id"], _rfc3339(plan["expires_unix"]))
+        else:
+            why = changed_since(action, current.get("seen") or {})
+        if why:
+            out["refused"].append(dict(action, refused=why))
+        else:
+            out["apply"].append(action)
+    return out

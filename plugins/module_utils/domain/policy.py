@@ -301,13 +301,15 @@ def entitlements(host, vms, states=None):
 
 # ---------------------------------------------------------------- the cycle
 
-def decide(hosts, vms, now, params=None, views=False):
+def decide(hosts, vms, now, params=None, views=False, fleet=None):
     """The plan of one cycle. hosts and vms as host_view/vm_view accept,
     checked here, or (views=True, the simulator's fast path) their views
     already; now in seconds since the epoch; params as parameters() takes
     them. Returns {actions, deferred, held, notes, state: {vms: {key: state
     or None}, nodes: {name: state or None}}} where state lists only objects
-    whose state changed (None: clear it)."""
+    whose state changed (None: clear it). fleet: {nodes, gated}, the
+    counts of the whole Kubernetes fleet the share of gated nodes is taken
+    of, when it is more than the nodes of the hosts given."""
     params = parameters(params)
     host_views = hosts if views else [host_view(h, i) for i, h in enumerate(hosts)]
     by_host = dict((h["name"], []) for h in host_views)
@@ -319,8 +321,12 @@ def decide(hosts, vms, now, params=None, views=False):
     cycle = Cycle(params, now)
     for host in host_views:
         cycle.host(host, by_host[host["name"]])
-    return cycle.plan(len([h for h in host_views if h["node"]]),
-                      len([h for h in host_views if h["node"] and h["node"]["gated"]]))
+    nodes_total = len([h for h in host_views if h["node"]])
+    nodes_gated = len([h for h in host_views if h["node"] and h["node"]["gated"]])
+    if fleet:
+        nodes_total = max(nodes_total, _number("fleet.nodes", fleet.get("nodes")) or 0)
+        nodes_gated = max(nodes_gated, _number("fleet.gated", fleet.get("gated")) or 0)
+    return cycle.plan(nodes_total, nodes_gated)
 
 
 class Cycle(object):
@@ -533,8 +539,9 @@ class Cycle(object):
             if current - target < params["min_change_cpus"] or target >= vm["vcpus"]:
                 continue
             need -= current - target
-            reason = ("%s wait for CPU; %s wants %.2f CPUs, %.1fx its entitlement of %.2f: capped to %.2f CPUs"
-                      % (", ".join(names), vm["name"], want, want / ent if ent else float("inf"), ent, target))
+            above = "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
+            reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: capped to %.2f CPUs"
+                      % (", ".join(names), vm["name"], want, above, target))
             vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
                               entitled_cpus=round(ent, 3), floor_cpus=round(floor_of(vm, params), 3))
             self._propose("throttle", host, vm, target, "contain", reason, vm_signals,
@@ -629,8 +636,10 @@ class Cycle(object):
         for _order, _priority, _seq, action, state in sorted(self.proposed, key=lambda item: item[:3]):
             if action["action"] == "gate":
                 if gate_slots <= 0:
-                    deferred.append(dict(action, deferred="max_gated_share=%g of %d nodes are gated already"
-                                         % (params["max_gated_share"], nodes_total)))
+                    deferred.append(dict(action, deferred="max_gated_share=%g allows %d of %d nodes gated at once "
+                                         "and %d are" % (params["max_gated_share"],
+                                                         int(params["max_gated_share"] * nodes_total + 1e-9),
+                                                         nodes_total, nodes_gated)))
                     self.node_states.pop(action["node"], None)
                     continue
                 gate_slots -= 1

@@ -139,7 +139,8 @@ class CpuTuneRunner(object):
         field = "quota" if self.params["cpus"] is None else "cpus"
         plan.check_cap_brakes(self.cap, state["vcpus"], field, self.params[field])
         fields = {"reason": self.params["reason"], "time": self.now, "by": self.requested_by,
-                  "class": state["vm_class"], "scope": self.params["scope"], "cpus": capped_cpus}
+                  "class": state["vm_class"], "scope": self.params["scope"], "cpus": capped_cpus,
+                  "plan": self.params.get("plan_id")}
         return plan.plan_throttle(state, self.cap, targets, dict((k, v) for k, v in fields.items() if v is not None))
 
     def execute(self, domain, state, domain_plan):

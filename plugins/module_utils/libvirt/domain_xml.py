@@ -19,7 +19,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt import 
 CLASS_NAMESPACE = "https://overcommit.control/xmlns/vm/1"
 THROTTLE_NAMESPACE = "https://overcommit.control/xmlns/throttle/1"
 THROTTLE_KEY = "overcommit"
-RECORD_FIELDS = ("reason", "time", "by", "class", "scope", "cpus")
+RECORD_FIELDS = ("reason", "time", "by", "class", "scope", "cpus", "plan")
 TARGETS = ("live", "config")
 
 

@@ -254,7 +254,15 @@ def host_view(name, measured, now):
     ]
     return {"name": name, "measured": True, "errors": errors, "vms": vms, "charts": charts,
             "facts": [{"name": key, "value": value} for key, value in facts],
-            "rounds": len(vm_rounds)}
+            "rounds": len(vm_rounds),
+            # What a plan's rows plot for the VM or the node they act on.
+            "series": {"vm_times": vm_times, "pressure_times": pressure_times, "avg10": avg10, "avg60": avg60,
+                       "vms": dict((vm, {"used": [_number(((d or {}).get("usage") or {}).get("cpus_used"))
+                                                  for d in [r.get(vm) for r in rounds]],
+                                         "steal": [_number(((d or {}).get("usage") or {}).get("steal_cpus"))
+                                                   for d in [r.get(vm) for r in rounds]],
+                                         "caps": [_number((r.get(vm) or {}).get("cap_cpus")) for r in rounds]})
+                                   for vm in names)}}
 
 
 def gated_rows(nodes, now):
@@ -311,7 +319,59 @@ def _gate_text(gate):
     return text
 
 
-def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None):
+def _signals_text(signals):
+    return ", ".join("%s %s" % (key.replace("_", " "), "%g" % value if isinstance(value, float) else value)
+                     for key, value in sorted((signals or {}).items()) if value is not None)
+
+
+def plan_rows(plan, host_views):
+    """One row per action of a recommended plan: what it does, the rule and
+    reason, the signals behind it, and the plot of the VM (CPUs used, steal,
+    its cap and the planned one) or of its host's pressure (a node)."""
+    views = dict((view["name"], view) for view in host_views)
+    gate_at = (plan.get("parameters") or {}).get("gate_pressure", GATE_PRESSURE)
+    rows = []
+    for action in plan.get("actions") or []:
+        series = (views.get(action.get("host")) or {}).get("series")
+        chart = None
+        if series and action.get("vm") in series["vms"]:
+            vm = series["vms"][action["vm"]]
+            times = series["vm_times"]
+            lines = [{"label": "CPUs used", "values": vm["used"], "colour": svg.colour(0)},
+                     {"label": "steal", "values": vm["steal"], "colour": svg.colour(1)},
+                     {"label": "cap", "values": vm["caps"], "colour": svg.colour(2), "dashed": True, "step": True}]
+            if action.get("cpus") is not None:
+                lines.append({"label": "planned cap %g" % action["cpus"], "values": [action["cpus"]] * len(times),
+                              "colour": THRESHOLD_COLOUR, "dashed": True})
+            chart = _chart("%s: CPUs used, steal and cap" % action["vm"], times, lines, "CPUs")
+        elif series and action.get("node"):
+            times = series["pressure_times"]
+            chart = _chart("%s on %s: CPU pressure" % (action["node"], action["host"]), times,
+                           [{"label": "PSI cpu some avg10", "values": series["avg10"]},
+                            {"label": "PSI cpu some avg60", "values": series["avg60"], "dashed": True},
+                            {"label": "gate at %g %%" % gate_at, "values": [gate_at] * len(times), "dashed": True,
+                             "colour": THRESHOLD_COLOUR}], "% of time some task waited")
+        rows.append({"action": action["action"], "object": action["object"], "host": str(action.get("host") or NONE),
+                     "change": action.get("change") or action["action"], "rule": action.get("rule") or NONE,
+                     "reason": action.get("reason") or NONE, "signals": _signals_text(action.get("signals")),
+                     "chart": chart})
+    return rows
+
+
+def plan_view(plan, host_views):
+    """The plan's part of the page: its id, times and rows, and what it held
+    back or deferred."""
+    if not isinstance(plan, dict) or "id" not in plan:
+        raise ValueRangeError("plan", plan, "a plan made by the recommend_plan filter")
+    return {"id": plan["id"], "created": plan.get("created"), "expires": utc_text(plan["expires_unix"]),
+            "rows": plan_rows(plan, host_views),
+            "held": ["%s: %s" % (a["object"], a.get("held")) for a in plan.get("held") or []],
+            "deferred": ["%s: %s" % (a["object"], a.get("deferred")) for a in plan.get("deferred") or []],
+            "notes": ["%s: %s" % (n.get("object"), n.get("note")) for n in plan.get("notes") or []],
+            "skipped": ["%s: %s" % (s.get("host"), s.get("reason")) for s in plan.get("skipped") or []]}
+
+
+def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None):
     """The whole page's content. hosts: {name: what host_view takes};
     generated: unix time the report was made; hypervisors: the names the
     report should have (a name without measurements shows as not measured);
@@ -331,9 +391,11 @@ def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None):
         raise ValueRangeError("nodes", nodes, "node_overcommit_info's nodes")
     if two_layer is not None and not isinstance(two_layer, dict):
         raise ValueRangeError("two_layer", two_layer, "the result of the two_layer_report filter")
+    host_views = [host_view(name, hosts.get(name), generated) for name in names]
     return {
         "generated": utc_text(generated),
-        "hosts": [host_view(name, hosts.get(name), generated) for name in names],
+        "hosts": host_views,
+        "plan": plan_view(plan, host_views) if plan is not None else None,
         "kubernetes": nodes is not None,
         "nodes_total": len(nodes or []),
         "gated": gated_rows(nodes, generated) if nodes is not None else [],

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of stage 2 (roles recommend and apply_plan): the plan made from
+what the info modules measured, checked before anything is applied, and
+split per object into what to apply, what is done and what is refused."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.overcommit.control.plugins.module_utils.control import observe
+from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+
+ERRORS = (ValueRangeError, TypeError, KeyError, AttributeError)
+
+
+def _now(now):
+    return time.time() if now is None else float(now)
+
+
+def _round_times(measured, now):
+    """One time per round position: the latest host's, so that no round is
+    decided before it was measured."""
+    times = []
+    for name in sorted(measured or {}):
+        for index, stamp in enumerate((measured[name] or {}).get("round_times") or []):
+            if index == len(times):
+                times.append(float(stamp))
+            else:
+                times[index] = max(times[index], float(stamp))
+    return times or [now]
+
+
+def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS):
+    """measured: {host: {vm_rounds, pressure_rounds, round_times, node,
+    paused}}; nodes: node_overcommit_info's nodes (or its result)."""
+    try:
+        now = _now(now)
+        if isinstance(nodes, dict):
+            nodes = nodes.get("nodes")
+        return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {},
+                                   float(ttl_seconds))
+    except ERRORS as exc:
+        raise AnsibleFilterError("recommend_plan: %s" % exc)
+    except ValueError as exc:
+        raise AnsibleFilterError("recommend_plan: ttl_seconds=%r is not a number of seconds (%s)" % (ttl_seconds, exc))
+
+
+def plan_invalid(plan, now=None, only=None):
+    """Why the plan may not be applied at all (not a plan, expired, `only`
+    naming objects it does not have), or an empty text when it may."""
+    try:
+        plans.check(plan, _now(now))
+        plans.select(plan, only or [])
+    except plans.PlanExpired as exc:
+        return str(exc)
+    except ERRORS as exc:
+        return str(exc)
+    return ""
+
+
+def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
+    """The plan's actions on the VMs of one hypervisor `host` (with
+    libvirt_cputune_info's `domains` read there just now), or on the
+    Kubernetes nodes (with node_overcommit_info's `nodes`): {plan, apply,
+    done, refused}."""
+    try:
+        selected = plans.select(plans.check(plan, float("-inf")), only or [])
+        if nodes is not None:
+            if isinstance(nodes, dict):
+                nodes = nodes.get("nodes")
+            actions = [a for a in selected if a.get("node")]
+            live = dict(("node/%s" % n["name"], {"seen": observe.seen_of_node(n), "plan": observe.applied_plan(n)})
+                        for n in nodes)
+        else:
+            if not host:
+                raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
+            actions = [a for a in selected if a.get("vm") and a.get("host") == host]
+            live = dict(("%s/%s" % (host, d["name"]), {"seen": observe.seen_of_domain(d), "plan": observe.applied_plan(d)})
+                        for d in domains or [] if not d.get("failed"))
+        return plans.review(plan, actions, live, _now(now))
+    except ERRORS as exc:
+        raise AnsibleFilterError("plan_review: %s" % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "recommend_plan": recommend_plan,
+            "plan_invalid": plan_invalid,
+            "plan_review": plan_review,
+        }

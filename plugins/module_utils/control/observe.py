@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the info modules measured, as the policy's input; and what an
+object looks like to a plan (the cap in force, the record's time, the
+gate), read the same way when the plan is made and when it is applied.
+Pure: no I/O, no clock.
+
+`measured` is what the recommend role (and the report) keep per hypervisor
+host: {vm_rounds: libvirt_cputune_info results, pressure_rounds:
+host_pressure_info results, one per round and in the same order,
+vm_window: [start, end]}, plus `node` (the Kubernetes node on that host,
+from the host's `kubernetes_node` variable) and `paused` (the kill switch)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import calendar
+import time
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEFAULT_FLOOR_FRACTION
+
+
+def unix_time(text):
+    """A record's RFC 3339 UTC time (as the modules write it) in seconds, or
+    None when there is none or it cannot be read."""
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
+
+
+def taint_text(taint):
+    value = taint.get("value")
+    return "%s%s:%s" % (taint.get("key"), "" if value in (None, "") else "=%s" % value, taint.get("effect"))
+
+
+# ---------------------------------------------------------------- what a plan sees of an object
+
+def seen_of_domain(domain):
+    """A libvirt domain as a plan sees it: the cap in force and the time of
+    its throttle record (a hand throttle or restore changes one of them)."""
+    record = domain.get("throttle") or {}
+    return {"cap_cpus": domain.get("cap_cpus"), "throttle_time": record.get("time")}
+
+
+def seen_of_node(node):
+    """A Kubernetes node as a plan sees it: gated or not, since when, and
+    its taints and cordon (someone editing them by hand changes these)."""
+    gate = node.get("gate") or {}
+    return {"gated": bool(node.get("gate")), "gate_time": gate.get("time"),
+            "taints": sorted(taint_text(t) for t in node.get("taints") or []),
+            "cordoned": bool(node.get("unschedulable"))}
+
+
+def applied_plan(obj):
+    """The plan id in an object's throttle or gate record, or None."""
+    return ((obj.get("throttle") or obj.get("gate")) or {}).get("plan")
+
+
+# ---------------------------------------------------------------- the policy's input
+
+def vm_state(domain):
+    """The policy state a VM starts from when no cycle kept one: a cap an
+    approved plan (or the loop) set is the policy's own, so it may later be
+    relaxed and restored; any other cap is someone else's and left alone."""
+    record = domain.get("throttle") or {}
+    if not record.get("plan") or domain.get("cap_cpus") is None:
+        return {}
+    since = unix_time(record.get("time"))
+    state = {"cap": domain["cap_cpus"], "rule": record.get("rule") or "contain"}
+    if since is not None:
+        state.update(capped_at=since, changed_at=since)
+    return state
+
+
+def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
+    """One running domain of a round as policy.vm_view takes it. A
+    burstable domain without a baseline of its own gets the class's floor
+    share of its vCPUs as its baseline."""
+    vm = {"name": domain["name"], "host": host, "class": domain.get("class"), "vcpus": domain.get("vcpus"),
+          "cap_cpus": domain.get("cap_cpus"), "usage": domain.get("usage") or {},
+          "policy": domain.get("policy") or vm_state(domain)}
+    if domain.get("class") == BURSTABLE and domain.get("vcpus"):
+        vm["baseline_cpus"] = domain.get("baseline_cpus") or domain["vcpus"] * baseline_fraction
+    return vm
+
+
+def host_input(name, pressure, node=None, paused=False):
+    """One host of a round: host_pressure_info's result, the node on it
+    (node_overcommit_info's entry) and the kill switch."""
+    host = {"name": name, "cpus": pressure.get("cpus"), "pressure": pressure.get("pressure"),
+            "procs_running": pressure.get("procs_running"), "paused": bool(paused)}
+    if node is not None:
+        host["node"] = {"name": node["name"], "gated": bool(node.get("gate")), "policy": node.get("policy") or {}}
+    return host
+
+
+def _rounds_of(name, measured):
+    if not isinstance(measured, dict):
+        raise ValueRangeError("measured.%s" % name, measured, "the rounds the recommend role took on the host")
+    vm_rounds, pressure_rounds = measured.get("vm_rounds") or [], measured.get("pressure_rounds") or []
+    if not isinstance(vm_rounds, list) or not isinstance(pressure_rounds, list):
+        raise ValueRangeError("measured.%s" % name, measured, "vm_rounds and pressure_rounds as lists")
+    usable = []
+    for index, (vms, pressure) in enumerate(zip(vm_rounds, pressure_rounds)):
+        # A round that failed on the host (libvirtd away, no PSI) decides nothing.
+        if not isinstance(vms, dict) or not isinstance(pressure, dict) or vms.get("failed") or pressure.get("failed"):
+            continue
+        usable.append((index, vms.get("domains") or [], pressure))
+    return usable
+
+
+def rounds(measured, nodes=None):
+    """The policy's input, round by round: [(round index, hosts, vms)] over
+    every host's usable rounds (hosts with fewer rounds drop out of the
+    later ones), with `seen`: {object: what a plan sees of it} as of the
+    last round, `skipped`: hosts that had no usable round and why, and
+    `fleet`: the counts of nodes and gated nodes read."""
+    if not isinstance(measured, dict):
+        raise ValueRangeError("measured", measured, "a dict of hypervisor host to its rounds")
+    nodes_by_name = dict((n["name"], n) for n in nodes or [] if isinstance(n, dict) and n.get("name"))
+    per_host, skipped, seen = {}, [], {}
+    for name in sorted(measured):
+        if measured[name] is None:
+            skipped.append({"host": name, "reason": "not measured (unreachable, or its play failed)"})
+            continue
+        host_rounds = _rounds_of(name, measured[name])
+        if not host_rounds:
+            skipped.append({"host": name, "reason": "no round measured both its VMs and its pressure"})
+            continue
+        per_host[name] = host_rounds
+        node_name = measured[name].get("node")
+        if node_name and node_name not in nodes_by_name:
+            skipped.append({"host": name, "reason": "node %s not found in Kubernetes: not gated" % node_name})
+        node = nodes_by_name.get(node_name)
+        if node is not None:
+            seen["node/%s" % node["name"]] = seen_of_node(node)
+        for domain in host_rounds[-1][1]:
+            seen["%s/%s" % (name, domain["name"])] = seen_of_domain(domain)
+    out = []
+    for position in range(max([len(r) for r in per_host.values()] or [0])):
+        hosts, vms = [], []
+        for name, host_rounds in sorted(per_host.items()):
+            if position >= len(host_rounds):
+                continue
+            index, domains, pressure = host_rounds[position]
+            measured_host = measured[name]
+            hosts.append(host_input(name, pressure, nodes_by_name.get(measured_host.get("node")),
+                                    measured_host.get("paused")))
+            vms.extend(vm_input(name, d) for d in domains
+                       if isinstance(d, dict) and d.get("active") and d.get("usage") and not d.get("failed"))
+        out.append((position, hosts, vms))
+    # The share of nodes gated at once is of the whole cluster read, not only
+    # of the nodes that stand for a measured host.
+    fleet = {"nodes": len(nodes_by_name), "gated": len([n for n in nodes_by_name.values() if n.get("gate")])}
+    return {"rounds": out, "seen": seen, "skipped": skipped, "fleet": fleet}
