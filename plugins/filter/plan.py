@@ -89,10 +89,25 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
         raise AnsibleFilterError("plan_review: %s" % exc)
 
 
+def plan_outcome(review, results=None, check_mode=False):
+    """What applying did to each object of a review: {applied, done,
+    refused, failed} as objects, and one line each for the job's output.
+    results: the registered loop results of the module that applied
+    review.apply (item = the action)."""
+    if isinstance(results, dict):
+        results = results.get("results") or []
+    try:
+        return plans.outcome(review, [(r.get("item"), r) for r in results or [] if isinstance(r, dict)],
+                             bool(check_mode))
+    except ERRORS as exc:
+        raise AnsibleFilterError("plan_outcome: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "recommend_plan": recommend_plan,
             "plan_invalid": plan_invalid,
             "plan_review": plan_review,
+            "plan_outcome": plan_outcome,
         }

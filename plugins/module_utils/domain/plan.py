@@ -169,3 +169,35 @@ def review(plan, actions, live, now):
         else:
             out["apply"].append(action)
     return out
+
+
+def _failure(result):
+    """Why a module's result for one object failed, or None."""
+    if result.get("failed"):
+        return result.get("msg") or "failed"
+    for entry in result.get("domains") or result.get("nodes") or []:
+        if entry.get("failed"):
+            return entry.get("msg") or "failed"
+    return None
+
+
+def outcome(review, results, check_mode=False):
+    """Per object what applying a review did. results: [(action, the
+    module's result for it)] for the actions of review['apply']."""
+    out = {"plan": review["plan"], "applied": [], "done": [], "refused": [], "failed": [], "lines": []}
+    verb = "would apply" if check_mode else "applied"
+    for action, result in results:
+        why = _failure(result)
+        if why:
+            out["failed"].append(action["object"])
+            out["lines"].append("failed: %s: %s: %s" % (action["object"], action["change"], why))
+        else:
+            out["applied"].append(action["object"])
+            out["lines"].append("%s: %s: %s (%s)" % (verb, action["object"], action["change"], action["rule"]))
+    for action in review["done"]:
+        out["done"].append(action["object"])
+        out["lines"].append("already applied: %s: %s" % (action["object"], action["change"]))
+    for action in review["refused"]:
+        out["refused"].append(action["object"])
+        out["lines"].append("refused: %s: %s" % (action["object"], action["refused"]))
+    return out
