@@ -16,7 +16,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.monitoring impo
 
 FILTERS = FilterModule().filters()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-TEMPLATE = os.path.join(ROOT, "playbooks", "templates", "report.html.j2")
+TEMPLATE = os.path.join(ROOT, "roles", "report", "templates", "report.html.j2")
 NASTY = '<script>alert("x")</script> & </td>'
 NOW = 1767610800.0  # 2026-01-05T11:00:00Z
 
