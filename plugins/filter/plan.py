@@ -21,19 +21,31 @@ ERRORS = (ValueRangeError, TypeError, KeyError, AttributeError)
 
 
 def _now(now):
-    return time.time() if now is None else float(now)
+    if now is None:
+        return time.time()
+    try:
+        return float(now)
+    except (TypeError, ValueError):
+        raise ValueRangeError("now", now, "a unix time")
 
 
 def _round_times(measured, now):
     """One time per round position: the latest host's, so that no round is
     decided before it was measured."""
     times = []
-    for name in sorted(measured or {}):
-        for index, stamp in enumerate((measured[name] or {}).get("round_times") or []):
+    # Anything else than a host's rounds is refused by the policy's input, naming it.
+    hosts = measured if isinstance(measured, dict) else {}
+    for name in sorted(hosts):
+        host = hosts[name] if isinstance(hosts[name], dict) else {}
+        for index, stamp in enumerate(host.get("round_times") or []):
+            try:
+                stamp = float(stamp)
+            except (TypeError, ValueError):
+                raise ValueRangeError("measured.%s.round_times[%d]" % (name, index), stamp, "a unix time")
             if index == len(times):
-                times.append(float(stamp))
+                times.append(stamp)
             else:
-                times[index] = max(times[index], float(stamp))
+                times[index] = max(times[index], stamp)
     return times or [now]
 
 
@@ -44,12 +56,13 @@ def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plan
         now = _now(now)
         if isinstance(nodes, dict):
             nodes = nodes.get("nodes")
-        return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {},
-                                   float(ttl_seconds))
+        try:
+            ttl = float(ttl_seconds)
+        except (TypeError, ValueError):
+            raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
+        return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl)
     except ERRORS as exc:
         raise AnsibleFilterError("recommend_plan: %s" % exc)
-    except ValueError as exc:
-        raise AnsibleFilterError("recommend_plan: ttl_seconds=%r is not a number of seconds (%s)" % (ttl_seconds, exc))
 
 
 def plan_invalid(plan, now=None, only=None):
