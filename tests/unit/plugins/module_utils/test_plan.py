@@ -86,3 +86,171 @@ def test_caps_equal_to_the_millicpu_are_unchanged():
     action = {"object": "hv-1/a", "expected": {"cap_cpus": 1.5, "throttle_time": "t"}}
     assert plans.changed_since(action, {"cap_cpus": 1.5004, "throttle_time": "t"}) is None
     assert plans.changed_since(action, {"cap_cpus": 1.6, "throttle_time": "t"}) is not None
+
+
+# ---------------------------------------------------------------- summary, review and outcome
+
+PLAN_ID = "plan-20231114T221320Z-0123456789"
+
+
+def vm_action(kind="throttle", cpus=0.5, previous=None, expected=None):
+    action = {"action": kind, "host": "hv-1", "vm": "batch-1", "object": "hv-1/batch-1", "rule": "contain",
+              "reason": "web-1 waits for CPU", "previous_cpus": previous,
+              "expected": expected or {"cap_cpus": previous, "throttle_time": None}}
+    if cpus is not None:
+        action["cpus"] = cpus
+    action["change"] = plans.change_text(action)
+    return action
+
+
+NODE_SEEN = {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
+
+
+def node_action(kind="gate", expected=None):
+    action = {"action": kind, "host": "hv-1", "node": "node-1", "object": "node/node-1", "rule": "gate_pressure",
+              "reason": "CPU pressure", "expected": expected or NODE_SEEN}
+    action["change"] = plans.change_text(action)
+    return action
+
+
+def a_plan(*actions, **extra):
+    made = {"version": plans.VERSION, "id": PLAN_ID, "created_unix": NOW, "expires_unix": NOW + 3600,
+            "actions": list(actions), "deferred": [], "held": [], "notes": []}
+    made.update(extra)
+    return made
+
+
+def live_vm(cap=None, time=None, plan=None):
+    return {"seen": {"cap_cpus": cap, "throttle_time": time}, "plan": plan}
+
+
+def live_node(gated=False, time=None, taints=(), cordoned=False, plan=None):
+    return {"seen": {"gated": gated, "gate_time": time, "taints": list(taints), "cordoned": cordoned}, "plan": plan}
+
+
+def test_the_summary_has_a_line_per_action_held_deferred_and_unmeasured_host():
+    made = plans.make(policy_plan(), SEEN, NOW)
+    made["held"] = [{"object": "hv-2/x", "held": "kill switch: host hv-2 is paused"}]
+    made["deferred"] = [{"object": "node/node-2", "deferred": "max_gated_share=0.25 allows 1 of 4 nodes"}]
+    made["skipped"] = [{"host": "hv-9", "reason": "not measured (unreachable, or its play failed)"}]
+    lines = plans.summary(made)
+    assert lines[0] == "node/node-1: gate node (gate_pressure: %s)" % made["actions"][0]["reason"]
+    assert lines[1].startswith("hv-1/batch-1: throttle to ") and ", was unlimited (contain: " in lines[1]
+    assert lines[2:] == ["held: hv-2/x: kill switch: host hv-2 is paused",
+                         "deferred: node/node-2: max_gated_share=0.25 allows 1 of 4 nodes",
+                         "not measured: hv-9: not measured (unreachable, or its play failed)"]
+    assert plans.summary({"actions": []}) == []
+
+
+def test_change_text_says_what_each_kind_of_action_does():
+    assert vm_action("throttle", 0.5)["change"] == "throttle to 0.5 CPU, was unlimited"
+    assert vm_action("relax", 1.2, previous=1.0)["change"] == "relax to 1.2 CPU, was 1 CPU"
+    assert vm_action("restore", None, previous=1.8)["change"] == "restore exactly (now 1.8 CPU)"
+    assert node_action("gate")["change"] == "gate node" and node_action("open")["change"] == "open node"
+
+
+@pytest.mark.parametrize("action, current, done", [
+    # A throttle or relax is done with this plan's record and the planned cap.
+    (vm_action("throttle", 0.5), live_vm(0.5, "t", PLAN_ID), True),
+    (vm_action("throttle", 0.5), live_vm(0.5004, "t", PLAN_ID), True),
+    (vm_action("throttle", 0.5), live_vm(0.5, "t", "plan-other"), False),
+    (vm_action("throttle", 0.5), live_vm(0.5, "t", None), False),
+    (vm_action("throttle", 0.5), live_vm(0.75, "t", PLAN_ID), False),
+    (vm_action("throttle", 0.5), live_vm(None, None, None), False),
+    (vm_action("relax", 1.2, previous=1.0), live_vm(1.2, "t", PLAN_ID), True),
+    (vm_action("relax", 1.2, previous=1.0), live_vm(1.0, "t", PLAN_ID), False),
+    # A restore is done when no cap and no record are left, whoever removed them.
+    (vm_action("restore", None, previous=1.8), live_vm(None, None, None), True),
+    (vm_action("restore", None, previous=1.8), live_vm(1.8, "t", "plan-old"), False),
+    (vm_action("restore", None, previous=1.8), live_vm(None, "t", "plan-old"), False),
+    # A gate is done with this plan's gate record; an open when no gate is left.
+    (node_action("gate"), live_node(True, "t", plan=PLAN_ID), True),
+    (node_action("gate"), live_node(True, "t", plan=None), False),
+    (node_action("gate"), live_node(False), False),
+    (node_action("open"), live_node(False), True),
+    (node_action("open"), live_node(True, "t", plan="plan-old"), False),
+])
+def test_is_done(action, current, done):
+    assert plans.is_done(action, current, PLAN_ID) is done
+
+
+def test_review_sorts_actions_into_apply_done_and_refused_with_the_reason():
+    throttle, gate = vm_action("throttle", 0.5), node_action("gate")
+    gone = dict(vm_action("throttle", 0.5), vm="gone-1", object="hv-1/gone-1")
+    made = a_plan(throttle, gate, gone)
+    out = plans.review(made, made["actions"], {"hv-1/batch-1": live_vm(), "node/node-1": live_node()}, NOW)
+    assert out["plan"] == PLAN_ID
+    assert out["apply"] == [throttle, gate] and out["done"] == []
+    assert out["refused"] == [dict(gone, refused="hv-1/gone-1 not found: it is gone since the plan was made")]
+
+
+def test_review_refuses_an_object_changed_since_the_plan_saying_what_changed():
+    throttle, gate = vm_action("throttle", 0.5), node_action("gate")
+    made = a_plan(throttle, gate)
+    out = plans.review(made, made["actions"], {"hv-1/batch-1": live_vm(0.5, "2023-11-14T22:20:00Z", None),
+                                               "node/node-1": live_node(taints=["dedicated=db:NoSchedule"])}, NOW)
+    assert out["apply"] == [] and out["done"] == []
+    assert [r["refused"] for r in out["refused"]] == [
+        "hv-1/batch-1 changed since plan: cap_cpus was unlimited, is 0.5 CPU now",
+        "node/node-1 changed since plan: taints was [], is ['dedicated=db:NoSchedule'] now"]
+    # Only the record's time changed (restored and throttled again by hand to the same cap).
+    relax = vm_action("relax", 1.2, previous=1.0, expected={"cap_cpus": 1.0, "throttle_time": "2023-11-14T22:00:00Z"})
+    out = plans.review(a_plan(relax), [relax], {"hv-1/batch-1": live_vm(1.0, "2023-11-14T22:30:00Z", "plan-old")}, NOW)
+    assert out["refused"][0]["refused"] == ("hv-1/batch-1 changed since plan: throttle_time was 2023-11-14T22:00:00Z, "
+                                            "is 2023-11-14T22:30:00Z now")
+    # Cordoned by hand.
+    out = plans.review(a_plan(gate), [gate], {"node/node-1": live_node(cordoned=True)}, NOW)
+    assert out["refused"][0]["refused"] == "node/node-1 changed since plan: cordoned was False, is True now"
+
+
+def test_review_counts_an_action_already_applied_as_done_even_once_expired():
+    throttle, gate = vm_action("throttle", 0.5), node_action("gate")
+    made = a_plan(throttle, gate)
+    live = {"hv-1/batch-1": live_vm(0.5, "2023-11-14T22:20:00Z", PLAN_ID),
+            "node/node-1": live_node(True, "2023-11-14T22:20:00Z", ["overcommit.control/gated:NoSchedule"],
+                                     plan=PLAN_ID)}
+    for now in (NOW, NOW + 7200):
+        out = plans.review(made, made["actions"], live, now)
+        assert out["done"] == [throttle, gate] and out["apply"] == [] and out["refused"] == []
+
+
+def test_review_refuses_what_is_left_of_a_plan_that_expired_meanwhile():
+    throttle = vm_action("throttle", 0.5)
+    made = a_plan(throttle)
+    out = plans.review(made, [throttle], {"hv-1/batch-1": live_vm()}, NOW + 3601)
+    assert out["apply"] == []
+    assert out["refused"][0]["refused"] == "plan %s expired at 2023-11-14T23:13:20Z" % PLAN_ID
+    assert plans.review(made, [throttle], {"hv-1/batch-1": live_vm()}, NOW + 3600)["apply"] == [throttle]
+
+
+def test_outcome_has_a_line_per_object_applied_failed_done_or_refused():
+    throttle, relax = vm_action("throttle", 0.5), dict(vm_action("relax", 1.2, previous=1.0), object="hv-1/web-1")
+    broken = dict(vm_action("throttle", 0.75), object="hv-1/web-2")
+    done = dict(vm_action("throttle", 0.5), object="hv-1/web-3")
+    refused = dict(node_action("gate"), refused="node/node-1 not found: it is gone since the plan was made")
+    review = {"plan": PLAN_ID, "apply": [throttle, relax, broken], "done": [done], "refused": [refused]}
+    results = [(throttle, {"changed": True, "domains": [{"name": "batch-1", "changed": True}]}),
+               (relax, {"changed": False, "failed": True, "msg": "libvirt: domain is not running"}),
+               (broken, {"changed": False, "domains": [{"name": "web-2", "failed": True, "msg": "under the floor"}]})]
+    out = plans.outcome(review, results)
+    assert out["plan"] == PLAN_ID
+    assert (out["applied"], out["failed"], out["done"], out["refused"]) == (
+        ["hv-1/batch-1"], ["hv-1/web-1", "hv-1/web-2"], ["hv-1/web-3"], ["node/node-1"])
+    assert out["lines"] == [
+        "applied: hv-1/batch-1: throttle to 0.5 CPU, was unlimited (contain)",
+        "failed: hv-1/web-1: relax to 1.2 CPU, was 1 CPU: libvirt: domain is not running",
+        "failed: hv-1/web-2: throttle to 0.75 CPU, was unlimited: under the floor",
+        "already applied: hv-1/web-3: throttle to 0.5 CPU, was unlimited",
+        "refused: node/node-1: node/node-1 not found: it is gone since the plan was made"]
+    # A failure without a message still fails.
+    assert plans.outcome(review, [(throttle, {"failed": True})])["lines"][0] == \
+        "failed: hv-1/batch-1: throttle to 0.5 CPU, was unlimited: failed"
+
+
+def test_outcome_in_check_mode_says_would_apply():
+    throttle = vm_action("throttle", 0.5)
+    out = plans.outcome({"plan": PLAN_ID, "apply": [throttle], "done": [], "refused": []},
+                        [(throttle, {"changed": True, "domains": [{"name": "batch-1", "changed": True}]})],
+                        check_mode=True)
+    assert out["applied"] == ["hv-1/batch-1"]
+    assert out["lines"] == ["would apply: hv-1/batch-1: throttle to 0.5 CPU, was unlimited (contain)"]

@@ -1,0 +1,264 @@
+# -*- coding: utf-8 -*-
+"""Stage 2's pure control code: what the info modules measured as the
+policy's input and as what a plan sees of each object (observe), and the
+policy replayed over the measured rounds into a plan (recommend)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.overcommit.control.plugins.module_utils.control import observe
+from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
+
+NOW = 1_700_000_000
+TIMES = [NOW - 20, NOW - 10, NOW]
+
+
+def domain(name, used, steal, vcpus=2, klass="shared", cap=None, record=None, active=True, **extra):
+    # As libvirt_cputune_info returns it.
+    entry = {"name": name, "active": active, "vcpus": vcpus, "class": klass, "cap_cpus": cap, "throttle": record}
+    if active:
+        entry["usage"] = {"cpus_used": used, "steal_cpus": steal, "sample_seconds": 5.0}
+    entry.update(extra)
+    return entry
+
+
+def pressure(avg10, avg60, cpus=2):
+    # As host_pressure_info returns it.
+    return {"changed": False, "cpus": cpus, "procs_running": 5,
+            "pressure": {"cpu": {"some": {"avg10": avg10, "avg60": avg60}}}}
+
+
+def contended_domains():
+    """A 2-CPU host: a 1-vCPU shared VM and two 2-vCPU burstable VMs spin,
+    a dedicated 2-vCPU VM idles (so the shared VMs have no entitlement)."""
+    return [domain("noisy", 0.67, 0.33, vcpus=1),
+            domain("victim-1", 0.67, 0.33, klass="burstable"),
+            domain("victim-2", 0.66, 0.34, klass="burstable"),
+            domain("db", 0.01, 0.0, klass="dedicated")]
+
+
+def measured(rounds=3, avg10=50.0, avg60=40.0, node="worker-1", domains=contended_domains, **extra):
+    host = {"vm_rounds": [{"changed": False, "item": i, "domains": domains()} for i in range(rounds)],
+            "pressure_rounds": [dict(pressure(avg10, avg60), item=i) for i in range(rounds)],
+            "vm_window": [TIMES[0] - 5, TIMES[-1]], "node": node, "paused": False}
+    host.update(extra)
+    return host
+
+
+def k8s_nodes(count=4, gated=()):
+    # As node_overcommit_info returns them.
+    return [{"name": "worker-%d" % n, "taints": [], "unschedulable": False,
+             "gate": {"time": "2023-11-14T20:00:00Z", "plan": None} if "worker-%d" % n in gated else None}
+            for n in range(1, count + 1)]
+
+
+# ---------------------------------------------------------------- observe: what a plan sees
+
+def test_a_domain_is_seen_as_its_cap_and_the_time_of_its_throttle_record():
+    record = {"reason": "r", "time": "2023-11-14T22:00:00Z", "by": "ops", "cpus": 0.5, "plan": None}
+    assert observe.seen_of_domain(domain("a", 1, 0, cap=0.5, record=record)) == \
+        {"cap_cpus": 0.5, "throttle_time": "2023-11-14T22:00:00Z"}
+    assert observe.seen_of_domain(domain("a", 1, 0)) == {"cap_cpus": None, "throttle_time": None}
+
+
+def test_a_node_is_seen_as_its_gate_sorted_taints_and_cordon():
+    node = {"name": "worker-1", "unschedulable": True,
+            "taints": [{"key": "zeta", "value": None, "effect": "NoSchedule"},
+                       {"key": "overcommit.control/gated", "value": "true", "effect": "NoSchedule"},
+                       {"key": "alpha", "value": "", "effect": "PreferNoSchedule"}],
+            "gate": {"reason": "pressure", "time": "2023-11-14T21:00:00Z", "by": "loop", "plan": "plan-x"}}
+    assert observe.seen_of_node(node) == {
+        "gated": True, "gate_time": "2023-11-14T21:00:00Z", "cordoned": True,
+        "taints": ["alpha:PreferNoSchedule", "overcommit.control/gated=true:NoSchedule", "zeta:NoSchedule"]}
+    assert observe.seen_of_node({"name": "worker-2", "gate": None}) == \
+        {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
+    assert observe.applied_plan(node) == "plan-x"
+    assert observe.applied_plan({"gate": None, "throttle": None}) is None
+    assert observe.applied_plan(domain("a", 1, 0, cap=1, record={"plan": "plan-y"})) == "plan-y"
+
+
+def test_unix_time_reads_the_records_rfc3339_or_gives_none():
+    assert observe.unix_time("2023-11-14T22:13:20Z") == NOW
+    assert observe.unix_time("yesterday") is None
+    assert observe.unix_time(None) is None
+    assert observe.unix_time(12) is None
+
+
+# ---------------------------------------------------------------- observe: the policy's input
+
+def test_only_a_cap_a_plan_set_is_the_policys_own_state():
+    planned = domain("a", 1, 0, cap=0.5, record={"time": "2023-11-14T22:13:20Z", "plan": "plan-1", "cpus": 0.5})
+    assert observe.vm_state(planned) == {"cap": 0.5, "rule": "contain", "capped_at": NOW, "changed_at": NOW}
+    # A throttle by hand (no plan in its record) is someone else's.
+    by_hand = domain("a", 1, 0, cap=0.5, record={"time": "2023-11-14T22:13:20Z", "plan": None, "cpus": 0.5})
+    assert observe.vm_state(by_hand) == {}
+    # A plan's record whose cap is gone, or no record at all.
+    assert observe.vm_state(domain("a", 1, 0, cap=None, record={"plan": "plan-1"})) == {}
+    assert observe.vm_state(domain("a", 1, 0)) == {}
+    # A record without a readable time: the cap, without since when.
+    assert observe.vm_state(domain("a", 1, 0, cap=0.5, record={"time": "?", "plan": "plan-1"})) == \
+        {"cap": 0.5, "rule": "contain"}
+
+
+def test_a_burstable_vm_without_a_baseline_gets_the_floor_share_of_its_vcpus():
+    vm = observe.vm_input("hv-1", domain("b", 1, 0, vcpus=4, klass="burstable"))
+    assert vm["baseline_cpus"] == 4 * DEFAULT_FLOOR_FRACTION
+    assert vm["host"] == "hv-1" and vm["policy"] == {}
+    assert observe.vm_input("hv-1", domain("b", 1, 0, vcpus=4, klass="burstable", baseline_cpus=1.5))["baseline_cpus"] == 1.5
+    assert "baseline_cpus" not in observe.vm_input("hv-1", domain("s", 1, 0))
+    # A state kept on the object wins over the one read from the record.
+    kept = domain("c", 1, 0, cap=0.5, record={"plan": "plan-1"}, policy={"hist": "11"})
+    assert observe.vm_input("hv-1", kept)["policy"] == {"hist": "11"}
+
+
+def test_rounds_skip_hosts_not_measured_or_whose_rounds_all_failed_saying_why():
+    failed = measured(rounds=2)
+    failed["vm_rounds"][0] = {"failed": True, "msg": "libvirtd away"}
+    failed["pressure_rounds"][1] = {"failed": True, "msg": "no PSI"}
+    out = observe.rounds({"hv-1": measured(node=None), "hv-2": None, "hv-3": failed}, k8s_nodes())
+    assert out["skipped"] == [
+        {"host": "hv-2", "reason": "not measured (unreachable, or its play failed)"},
+        {"host": "hv-3", "reason": "no round measured both its VMs and its pressure"}]
+    assert [len(hosts) for _position, hosts, _vms in out["rounds"]] == [1, 1, 1]
+    assert set(out["seen"]) == {"hv-1/noisy", "hv-1/victim-1", "hv-1/victim-2", "hv-1/db"}
+
+
+def test_a_node_named_by_a_host_but_not_in_kubernetes_is_noted_and_not_gated():
+    out = observe.rounds({"hv-1": measured(node="worker-9")}, k8s_nodes(2))
+    assert out["skipped"] == [{"host": "hv-1", "reason": "node worker-9 not found in Kubernetes: not gated"}]
+    assert len(out["rounds"]) == 3  # its VMs are still decided
+    assert all("node" not in host for _p, hosts, _v in out["rounds"] for host in hosts)
+    assert "node/worker-9" not in out["seen"]
+
+
+def test_rounds_give_the_policy_its_input_and_the_fleet_counts():
+    domains = lambda: contended_domains() + [domain("off", None, None, active=False)]  # noqa: E731
+    out = observe.rounds({"hv-1": measured(domains=domains, paused=True)}, k8s_nodes(4, gated=("worker-3",)))
+    assert out["fleet"] == {"nodes": 4, "gated": 1}
+    position, hosts, vms = out["rounds"][-1]
+    assert position == 2
+    [host] = hosts
+    assert dict((k, host[k]) for k in ("name", "cpus", "pressure", "procs_running", "paused", "node")) == {
+        "name": "hv-1", "cpus": 2, "pressure": {"cpu": {"some": {"avg10": 50.0, "avg60": 40.0}}},
+        "procs_running": 5, "paused": True, "node": {"name": "worker-1", "gated": False, "policy": {}}}
+    # A domain not running is not decided on, but the plan sees it.
+    assert [vm["name"] for vm in vms] == ["noisy", "victim-1", "victim-2", "db"]
+    assert out["seen"]["hv-1/off"] == {"cap_cpus": None, "throttle_time": None}
+    assert out["seen"]["node/worker-1"] == {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
+    assert observe.rounds({}, None) == {"rounds": [], "seen": {}, "skipped": [], "fleet": {"nodes": 0, "gated": 0}}
+
+
+@pytest.mark.xfail(strict=True, reason="bug: observe.rounds numbers a host's usable rounds from 0, so a host with a "
+                   "failed round is decided at the wrong round's time and is left out of the last round, whose "
+                   "actions are the plan: none of its actions reach the plan and nothing says so")
+def test_a_host_with_one_failed_round_still_gets_its_actions_in_the_plan():
+    flaky = measured()
+    flaky["vm_rounds"][0] = {"failed": True, "msg": "libvirtd away"}
+    made = recommend.recommend({"hv-1": measured(node=None), "hv-2": dict(flaky, node=None)}, None, TIMES, NOW)
+    assert sorted(a["object"] for a in made["actions"]) == ["hv-1/noisy", "hv-2/noisy"]
+
+
+# ---------------------------------------------------------------- recommend: the replay
+
+def test_the_replay_throttles_only_the_shared_culprit_and_gates_the_pressured_node():
+    result = recommend.replay({"hv-1": measured()}, k8s_nodes(4), TIMES)
+    plan = result["last"]
+    assert [(a["action"], a["object"], a["rule"]) for a in plan["actions"]] == [
+        ("gate", "node/worker-1", "gate_pressure"), ("throttle", "hv-1/noisy", "contain")]
+    throttle = plan["actions"][1]
+    assert throttle["cpus"] == 0.25 and throttle["previous_cpus"] is None  # down to its floor
+    assert "no entitlement" in throttle["reason"]
+    assert plan["deferred"] == []
+    assert [r["round"] for r in result["history"]] == [1, 2, 3]
+    assert [r["time"] for r in result["history"]] == TIMES
+    # The round's proposed cap is not applied: the next round sees it uncapped
+    # and proposes the same, without taking the unapplied cap for someone else's change.
+    assert all([a["object"] for a in r["actions"]] == ["node/worker-1", "hv-1/noisy"] for r in result["history"])
+    assert not [n for n in plan["notes"] if n["rule"] == "foreign_change"]
+    assert result["seen"]["hv-1/noisy"] == {"cap_cpus": None, "throttle_time": None}
+
+
+def test_a_rounds_proposed_cap_does_not_leak_into_the_next_rounds_state():
+    result = recommend.replay({"hv-1": measured()}, k8s_nodes(4), TIMES)
+    # Carried: measured state only (trigger history, credits), never the cap.
+    for round_ in result["history"]:
+        assert {"action": "throttle", "object": "hv-1/noisy", "cpus": 0.25, "rule": "contain"} in round_["actions"]
+    assert all(n["rule"] != "foreign_change" for n in result["last"]["notes"])
+
+
+def test_the_gate_is_deferred_when_the_fleet_has_no_slot_for_it():
+    plan = recommend.replay({"hv-1": measured(node="worker-1")}, k8s_nodes(1), TIMES)["last"]
+    assert [a["object"] for a in plan["actions"]] == ["hv-1/noisy"]
+    assert [(d["object"], d["deferred"]) for d in plan["deferred"]] == [
+        ("node/worker-1", "max_gated_share=0.25 allows 0 of 1 nodes gated at once and 0 are")]
+    # A node already gated elsewhere takes the one slot of four.
+    plan = recommend.replay({"hv-1": measured()}, k8s_nodes(4, gated=("worker-4",)), TIMES)["last"]
+    assert [d["object"] for d in plan["deferred"]] == ["node/worker-1"]
+
+
+def test_a_calm_host_gets_no_action():
+    calm = lambda: [domain("a", 0.3, 0.0), domain("b", 0.2, 0.0)]  # noqa: E731
+    result = recommend.replay({"hv-1": measured(avg10=1.0, avg60=1.0, domains=calm)}, k8s_nodes(4), TIMES)
+    assert result["last"]["actions"] == [] and all(r["actions"] == [] for r in result["history"])
+
+
+def test_nothing_measured_makes_an_empty_plan():
+    made = recommend.recommend({"hv-1": None}, None, [NOW], NOW)
+    assert made["actions"] == [] and made["rounds"] == []
+    assert made["summary"] == ["not measured: hv-1: not measured (unreachable, or its play failed)"]
+
+
+# ---------------------------------------------------------------- recommend: the artefact
+
+def test_recommend_makes_the_plan_artefact():
+    made = recommend.recommend({"hv-1": measured(), "hv-2": None}, k8s_nodes(4), TIMES, NOW, ttl_seconds=900)
+    assert made["id"].startswith("plan-20231114T221320Z-")
+    assert made["created"] == "2023-11-14T22:13:20Z" and made["expires"] == "2023-11-14T22:28:20Z"
+    assert made["expires_unix"] == made["created_unix"] + 900 == NOW + 900
+    assert [a["object"] for a in made["actions"]] == ["node/worker-1", "hv-1/noisy"]
+    assert made["actions"][0]["expected"] == {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
+    assert made["actions"][1]["expected"] == {"cap_cpus": None, "throttle_time": None}
+    assert made["summary"][0].startswith("node/worker-1: gate node (gate_pressure: CPU pressure 40.0 % (avg60)")
+    assert made["summary"][1].startswith("hv-1/noisy: throttle to 0.25 CPU, was unlimited (contain: ")
+    assert made["summary"][-1] == "not measured: hv-2: not measured (unreachable, or its play failed)"
+    assert len(made["summary"]) == 3
+    assert [r["round"] for r in made["rounds"]] == [1, 2, 3]
+    assert made["skipped"] == [{"host": "hv-2", "reason": "not measured (unreachable, or its play failed)"}]
+    assert made["parameters"]["max_gated_share"] == 0.25 and made["parameters"]["trigger_n"] == 2
+    json.dumps(made)
+    # Same input, same plan.
+    assert recommend.recommend({"hv-1": measured(), "hv-2": None}, k8s_nodes(4), TIMES, NOW,
+                               ttl_seconds=900)["id"] == made["id"]
+
+
+def test_recommend_takes_policy_parameters():
+    made = recommend.recommend({"hv-1": measured()}, k8s_nodes(1), TIMES, NOW, params={"max_gated_share": 1.0})
+    assert [a["object"] for a in made["actions"]] == ["node/worker-1", "hv-1/noisy"]
+    assert made["parameters"]["max_gated_share"] == 1.0
+
+
+@pytest.mark.parametrize("args, kwargs, field", [
+    (("not a dict", None, TIMES, NOW), {}, "measured"),
+    (({"hv-1": "rounds"}, None, TIMES, NOW), {}, "measured.hv-1"),
+    (({"hv-1": {"vm_rounds": "r1,r2", "pressure_rounds": []}}, None, TIMES, NOW), {}, "measured.hv-1"),
+    (({"hv-1": None}, None, [NOW], NOW), {"ttl_seconds": 0}, "ttl_seconds"),
+    (({"hv-1": measured()}, None, TIMES[:2], NOW), {}, "times"),
+    (({"hv-1": measured()}, None, TIMES, NOW), {"params": {"trigger_n": 9}}, "policy.trigger_n"),
+    (({"hv-1": measured()}, None, TIMES, NOW), {"params": {"nope": 1}}, "policy.nope"),
+    (({"hv-1": measured(domains=lambda: [domain("a", 1, 0, klass="gold")])}, None, TIMES, NOW), {},
+     "vms[0].class"),
+    (({"hv-1": measured(domains=lambda: [domain("a", 1, 0, klass="burstable", vcpus=1, baseline_cpus=2)])},
+      None, TIMES, NOW), {}, "vms[0].baseline_cpus"),
+])
+def test_bad_input_is_refused_naming_the_field(args, kwargs, field):
+    with pytest.raises(ValueRangeError) as error:
+        recommend.recommend(*args, **kwargs)
+    assert error.value.field == field
+    assert str(error.value).startswith(field + "=")
