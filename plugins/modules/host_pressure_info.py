@@ -87,6 +87,13 @@ procs_blocked:
   description: Tasks blocked on I/O now.
   returned: always
   type: int
+cpu_time:
+  description:
+    - Seconds all CPUs spent busy (C(busy_seconds)) and idle (C(idle_seconds), idle and I/O wait) since boot, from
+      C(/proc/stat); their rate between two reads is the CPUs the host used, VMs and everything else together.
+  returned: always
+  type: dict
+  sample: {busy_seconds: 81234.5, idle_seconds: 402311.2}
 cgroup_version:
   description: 1 or 2.
   returned: always

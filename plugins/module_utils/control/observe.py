@@ -9,6 +9,7 @@ Pure: no I/O, no clock.
 `measured` is what the recommend role (and the report) keep per hypervisor
 host: {vm_rounds: libvirt_cputune_info results, pressure_rounds:
 host_pressure_info results, one per round and in the same order,
+pressure_start: a host_pressure_info read before the first round,
 vm_window: [start, end]}, plus `node` (the Kubernetes node on that host,
 from the host's `kubernetes_node` variable) and `paused` (the kill switch)."""
 
@@ -90,11 +91,25 @@ def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
     return vm
 
 
-def host_input(name, pressure, node=None, paused=False):
-    """One host of a round: host_pressure_info's result, the node on it
-    (node_overcommit_info's entry) and the kill switch."""
+def cpus_used(before, after):
+    """CPUs the host used between two host_pressure_info reads (from their
+    cpu_time), or None when either lacks it."""
+    first, second = (before or {}).get("cpu_time"), (after or {}).get("cpu_time")
+    if not first or not second or not after.get("cpus"):
+        return None
+    busy = second["busy_seconds"] - first["busy_seconds"]
+    total = busy + second["idle_seconds"] - first["idle_seconds"]
+    return round(after["cpus"] * busy / total, 3) if total > 0 and busy >= 0 else None
+
+
+def host_input(name, pressure, node=None, paused=False, previous=None):
+    """One host of a round: host_pressure_info's result (and that of the
+    round before, for the CPUs the host used in between: the VMs' sum
+    misses what the host itself and its other tenants burn), the node on
+    it (node_overcommit_info's entry) and the kill switch."""
     host = {"name": name, "cpus": pressure.get("cpus"), "pressure": pressure.get("pressure"),
-            "procs_running": pressure.get("procs_running"), "paused": bool(paused)}
+            "procs_running": pressure.get("procs_running"), "paused": bool(paused),
+            "cpus_used": cpus_used(previous, pressure)}
     if node is not None:
         host["node"] = {"name": node["name"], "gated": bool(node.get("gate")), "policy": node.get("policy") or {}}
     return host
@@ -150,8 +165,9 @@ def rounds(measured, nodes=None):
                 continue
             index, domains, pressure = host_rounds[position]
             measured_host = measured[name]
+            previous = measured_host["pressure_rounds"][index - 1] if index > 0 else measured_host.get("pressure_start")
             hosts.append(host_input(name, pressure, nodes_by_name.get(measured_host.get("node")),
-                                    measured_host.get("paused")))
+                                    measured_host.get("paused"), previous))
             vms.extend(vm_input(name, d) for d in domains
                        if isinstance(d, dict) and d.get("active") and d.get("usage") and not d.get("failed"))
         out.append((position, hosts, vms))

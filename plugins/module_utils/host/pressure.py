@@ -44,13 +44,26 @@ def parse_loadavg(text):
             "tasks_running": int(running), "tasks": int(total)}
 
 
-def parse_stat(text):
-    """procs_running and procs_blocked from /proc/stat."""
+# /proc/stat's cpu line: user nice system idle iowait irq softirq steal
+# (guest time is counted in user already).
+IDLE_FIELDS = (3, 4)
+BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
+
+
+def parse_stat(text, ticks_per_second=100):
+    """procs_running and procs_blocked from /proc/stat, and cpu_time: the
+    seconds all CPUs spent busy and idle since boot (their rate between two
+    reads is the CPUs the host used, whatever used them)."""
     result = {}
     for line in text.splitlines():
         fields = line.split()
         if len(fields) == 2 and fields[0] in ("procs_running", "procs_blocked"):
             result[fields[0]] = int(fields[1])
+        elif fields and fields[0] == "cpu" and len(fields) >= 9:
+            ticks = [int(value) for value in fields[1:9]]
+            result["cpu_time"] = {
+                "busy_seconds": sum(ticks[i] for i in BUSY_FIELDS) / float(ticks_per_second),
+                "idle_seconds": sum(ticks[i] for i in IDLE_FIELDS) / float(ticks_per_second)}
     return result
 
 

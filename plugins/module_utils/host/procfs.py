@@ -48,7 +48,7 @@ class ProcFS(object):
 
     def load(self):
         result = pressure.parse_loadavg(self.read("proc", "loadavg"))
-        result.update(pressure.parse_stat(self.read("proc", "stat")))
+        result.update(pressure.parse_stat(self.read("proc", "stat"), os.sysconf("SC_CLK_TCK")))
         return result
 
     def cpu_count(self):

@@ -22,6 +22,7 @@ def host_signals(fs):
         "load": {"load1": load["load1"], "load5": load["load5"], "load15": load["load15"]},
         "procs_running": load.get("procs_running", load["tasks_running"]),
         "procs_blocked": load.get("procs_blocked"),
+        "cpu_time": load.get("cpu_time"),
         "cgroup_version": version,
         "vm_cgroup": fs.vm_parent(version),
     }
