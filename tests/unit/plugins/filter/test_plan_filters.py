@@ -34,7 +34,7 @@ def domains():
 def host_measured(times, node="worker-1"):
     # What the recommend role keeps per hypervisor host (recommend_measured).
     rounds = len(times)
-    return {"vm_rounds": [{"changed": False, "domains": domains()} for _ in range(rounds)],
+    return {"vm_rounds": [{"changed": False, "domains": domains()} for _round in range(rounds)],
             "pressure_rounds": [{"cpus": 2, "procs_running": 5,
                                  "pressure": {"cpu": {"some": {"avg10": 50.0, "avg60": 40.0}}}}] * rounds,
             "round_times": times, "vm_window": [times[0] - 5, times[-1]], "node": node, "paused": False}

@@ -139,7 +139,9 @@ def test_a_node_named_by_a_host_but_not_in_kubernetes_is_noted_and_not_gated():
 
 
 def test_rounds_give_the_policy_its_input_and_the_fleet_counts():
-    domains = lambda: contended_domains() + [domain("off", None, None, active=False)]  # noqa: E731
+    def domains():
+        return contended_domains() + [domain("off", None, None, active=False)]
+
     out = observe.rounds({"hv-1": measured(domains=domains, paused=True)}, k8s_nodes(4, gated=("worker-3",)))
     assert out["fleet"] == {"nodes": 4, "gated": 1}
     position, hosts, vms = out["rounds"][-1]
@@ -204,7 +206,9 @@ def test_the_gate_is_deferred_when_the_fleet_has_no_slot_for_it():
 
 
 def test_a_calm_host_gets_no_action():
-    calm = lambda: [domain("a", 0.3, 0.0), domain("b", 0.2, 0.0)]  # noqa: E731
+    def calm():
+        return [domain("a", 0.3, 0.0), domain("b", 0.2, 0.0)]
+
     result = recommend.replay({"hv-1": measured(avg10=1.0, avg60=1.0, domains=calm)}, k8s_nodes(4), TIMES)
     assert result["last"]["actions"] == [] and all(r["actions"] == [] for r in result["history"])
 
