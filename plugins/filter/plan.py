@@ -20,6 +20,14 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu impo
 ERRORS = (ValueRangeError, TypeError, KeyError, AttributeError)
 
 
+def _names(only):
+    """`only` as a list: a text is split at commas, as Ansible splits a list
+    option given as one string."""
+    if isinstance(only, str):
+        return [name.strip() for name in only.split(",") if name.strip()]
+    return list(only or [])
+
+
 def _now(now):
     if now is None:
         return time.time()
@@ -70,7 +78,7 @@ def plan_invalid(plan, now=None, only=None):
     naming objects it does not have), or an empty text when it may."""
     try:
         plans.check(plan, _now(now))
-        plans.select(plan, only or [])
+        plans.select(plan, _names(only))
     except plans.PlanExpired as exc:
         return str(exc)
     except ERRORS as exc:
@@ -84,7 +92,7 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
     Kubernetes nodes (with node_overcommit_info's `nodes`): {plan, apply,
     done, refused}."""
     try:
-        selected = plans.select(plans.check(plan, float("-inf")), only or [])
+        selected = plans.select(plans.check(plan, float("-inf")), _names(only))
         if nodes is not None:
             if isinstance(nodes, dict):
                 nodes = nodes.get("nodes")
@@ -95,8 +103,9 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
             if not host:
                 raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
             actions = [a for a in selected if a.get("vm") and a.get("host") == host]
-            live = dict(("%s/%s" % (host, d["name"]), {"seen": observe.seen_of_domain(d), "plan": observe.applied_plan(d)})
-                        for d in domains or [] if not d.get("failed"))
+            live = dict(("%s/%s" % (host, d["name"]), {"seen": observe.seen_of_domain(d), "plan": observe.applied_plan(d),
+                                                        "unreadable": d.get("msg") or "unreadable" if d.get("failed") else None})
+                        for d in domains or [])
         return plans.review(plan, actions, live, _now(now))
     except ERRORS as exc:
         raise AnsibleFilterError("plan_review: %s" % exc)

@@ -132,8 +132,9 @@ def _rounds_of(name, measured):
 
 def rounds(measured, nodes=None):
     """The policy's input, round by round: [(round index, hosts, vms)] over
-    every host's usable rounds (hosts with fewer rounds drop out of the
-    later ones), with `seen`: {object: what a plan sees of it} as of the
+    every host's usable rounds (a host whose round could not be read sits
+    that round out; one whose last round could not be read gets nothing
+    planned, and `skipped` says so), with `seen`: {object: what a plan sees of it} as of the
     last round, `skipped`: hosts that had no usable round and why, and
     `fleet`: the counts of nodes and gated nodes read."""
     if not isinstance(measured, dict):
@@ -157,20 +158,29 @@ def rounds(measured, nodes=None):
             seen["node/%s" % node["name"]] = seen_of_node(node)
         for domain in host_rounds[-1][1]:
             seen["%s/%s" % (name, domain["name"])] = seen_of_domain(domain)
+    # Rounds line up by their index, so a host whose round failed sits that
+    # round out and is decided at the times of the rounds it was measured in.
+    last = max([r[-1][0] for r in per_host.values()] or [-1])
     out = []
-    for position in range(max([len(r) for r in per_host.values()] or [0])):
+    for position in range(last + 1):
         hosts, vms = [], []
         for name, host_rounds in sorted(per_host.items()):
-            if position >= len(host_rounds):
+            this = [r for r in host_rounds if r[0] == position]
+            if not this:
                 continue
-            index, domains, pressure = host_rounds[position]
+            index, domains, pressure = this[0]
             measured_host = measured[name]
             previous = measured_host["pressure_rounds"][index - 1] if index > 0 else measured_host.get("pressure_start")
             hosts.append(host_input(name, pressure, nodes_by_name.get(measured_host.get("node")),
                                     measured_host.get("paused"), previous))
             vms.extend(vm_input(name, d) for d in domains
                        if isinstance(d, dict) and d.get("active") and d.get("usage") and not d.get("failed"))
-        out.append((position, hosts, vms))
+        if hosts:
+            out.append((position, hosts, vms))
+    for name, host_rounds in sorted(per_host.items()):
+        if host_rounds[-1][0] != last:
+            skipped.append({"host": name, "reason": "its last round (%d) could not be read: nothing is planned for it"
+                                                    % (last + 1)})
     # The share of nodes gated at once is of the whole cluster read, not only
     # of the nodes that stand for a measured host.
     fleet = {"nodes": len(nodes_by_name), "gated": len([n for n in nodes_by_name.values() if n.get("gate")])}

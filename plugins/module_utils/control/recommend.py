@@ -50,7 +50,7 @@ def replay(measured, nodes, times, params=None):
         last = {"actions": [], "deferred": [], "held": [], "notes": [], "state": {"vms": {}, "nodes": {}}}
     for position, hosts, vms in observed["rounds"]:
         if position >= len(times):
-            raise ValueRangeError("times", times, "one unix time per round (%d rounds)" % len(observed["rounds"]))
+            raise ValueRangeError("times", times, "one unix time per round (at least %d)" % (position + 1))
         for vm in vms:
             key = "%s/%s" % (vm["host"], vm["name"])
             if key in vm_states:

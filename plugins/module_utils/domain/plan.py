@@ -157,6 +157,8 @@ def review(plan, actions, live, now):
         current = live.get(action["object"])
         if current is None:
             why = "%s not found: it is gone since the plan was made" % action["object"]
+        elif current.get("unreadable"):
+            why = "%s could not be read: %s" % (action["object"], current["unreadable"])
         elif is_done(action, current, plan["id"]):
             out["done"].append(action)
             continue

@@ -126,7 +126,7 @@ def test_stage_3_is_behind_a_switch_that_is_off(play):
 
 @pytest.mark.parametrize("name", ["overcommit throttle", "overcommit restore", "overcommit apply_plan"])
 def test_survey_variables_are_read_by_the_playbook(play, name):
-    template, _ = job_templates(play)[name]
+    template, _when = job_templates(play)[name]
     assert template["survey_enabled"] is True
     questions = template["survey_spec"]["spec"]
     assert template["survey_spec"]["name"] and template["survey_spec"]["description"]
@@ -153,7 +153,7 @@ def test_surveys_require_what_the_playbook_requires(play, name):
     """Variables the playbook's first assert checks alone (`cpus is defined`)
     are required questions without a default; any other required question
     has a default."""
-    template, _ = job_templates(play)[name]
+    template, _when = job_templates(play)[name]
     first = load(os.path.join(ROOT, template["playbook"]))[0]
     that = first["pre_tasks"][0]["ansible.builtin.assert"]["that"]
     that = [that] if isinstance(that, str) else that
@@ -174,7 +174,7 @@ def test_apply_plan_takes_the_plan_as_extra_vars_on_launch(play):
     assert when is None
     assert template["ask_variables_on_launch"] is True
     assert template["playbook"] == "playbooks/apply_plan.yml"
-    recommend, _ = job_templates(play)["overcommit recommend"]
+    recommend, _when = job_templates(play)["overcommit recommend"]
     assert recommend["playbook"] == "playbooks/recommend.yml"
 
 
@@ -182,7 +182,7 @@ def test_the_workflow_approves_between_recommend_and_apply_plan(play):
     (task,) = tasks_of(play, "workflow_job_template")
     workflow = task["awx.awx.workflow_job_template"]
     nodes = {node["identifier"]: node for node in workflow["workflow_nodes"]}
-    templates = {name for name, (_, when) in job_templates(play).items() if when is None}
+    templates = {name for name, (_template, when) in job_templates(play).items() if when is None}
     by_template = {}
     for identifier, node in nodes.items():
         unified = node["unified_job_template"]

@@ -220,11 +220,11 @@ def run_job(base, pdd, ident, playbook):
                                stdout=subprocess.PIPE, stderr=err["process"], env=control_env, text=True)
     worker.stdout.close()
     try:
-        stdout, _ = process.communicate(timeout=JOB_TIMEOUT + 60)
+        stdout, _stderr = process.communicate(timeout=JOB_TIMEOUT + 60)
     except subprocess.TimeoutExpired:
         for step in (transmit, worker, process):
             step.kill()
-        stdout, _ = process.communicate()
+        stdout, _stderr = process.communicate()
     rcs = (transmit.wait(), worker.wait(), process.returncode)
     stderrs = {}
     for step, handle in err.items():

@@ -70,7 +70,8 @@ def test_each_round_is_decided_at_the_latest_hosts_time():
                 "hv-2": host_measured([NOW - 20, NOW - 10], node=None), "hv-3": None}
     plan = recommend_plan(measured, nodes=node_info(), now=NOW)
     assert [r["time"] for r in plan["rounds"]] == [NOW - 20, NOW - 9, NOW - 1]
-    assert plan["skipped"] == [{"host": "hv-3", "reason": "not measured (unreachable, or its play failed)"}]
+    assert plan["skipped"] == [{"host": "hv-3", "reason": "not measured (unreachable, or its play failed)"},
+                               {"host": "hv-2", "reason": "its last round (3) could not be read: nothing is planned for it"}]
     # No round times at all: one round, decided now.
     bare = host_measured([NOW])
     del bare["round_times"]
@@ -136,7 +137,9 @@ def test_plan_review_of_a_host_takes_the_domains_read_there():
     assert plan_review(plan, NOW + 60, host="hv-1", domains=by_hand)["refused"][0]["refused"] == \
         "hv-1/noisy changed since plan: cap_cpus was unlimited, is 0.5 CPU now"
     failed = [{"name": "noisy", "failed": True, "msg": "cannot read"}]
-    assert "not found" in plan_review(plan, NOW + 60, host="hv-1", domains=failed)["refused"][0]["refused"]
+    assert plan_review(plan, NOW + 60, host="hv-1", domains=failed)["refused"][0]["refused"] == \
+        "hv-1/noisy could not be read: cannot read"
+    assert "not found" in plan_review(plan, NOW + 60, host="hv-1", domains=[])["refused"][0]["refused"]
     # `only` narrows the actions.
     assert plan_review(plan, NOW + 60, ["worker-1"], host="hv-1", domains=domains())["apply"] == []
 

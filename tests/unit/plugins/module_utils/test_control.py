@@ -157,14 +157,20 @@ def test_rounds_give_the_policy_its_input_and_the_fleet_counts():
     assert observe.rounds({}, None) == {"rounds": [], "seen": {}, "skipped": [], "fleet": {"nodes": 0, "gated": 0}}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: observe.rounds numbers a host's usable rounds from 0, so a host with a "
-                   "failed round is decided at the wrong round's time and is left out of the last round, whose "
-                   "actions are the plan: none of its actions reach the plan and nothing says so")
 def test_a_host_with_one_failed_round_still_gets_its_actions_in_the_plan():
     flaky = measured()
     flaky["vm_rounds"][0] = {"failed": True, "msg": "libvirtd away"}
     made = recommend.recommend({"hv-1": measured(node=None), "hv-2": dict(flaky, node=None)}, None, TIMES, NOW)
     assert sorted(a["object"] for a in made["actions"]) == ["hv-1/noisy", "hv-2/noisy"]
+    assert made["skipped"] == []
+
+
+def test_a_host_whose_last_round_failed_is_named_as_not_planned():
+    flaky = measured()
+    flaky["vm_rounds"][-1] = {"failed": True, "msg": "libvirtd away"}
+    made = recommend.recommend({"hv-1": measured(node=None), "hv-2": dict(flaky, node=None)}, None, TIMES, NOW)
+    assert [a["object"] for a in made["actions"]] == ["hv-1/noisy"]
+    assert made["skipped"] == [{"host": "hv-2", "reason": "its last round (3) could not be read: nothing is planned for it"}]
 
 
 # ---------------------------------------------------------------- recommend: the replay
