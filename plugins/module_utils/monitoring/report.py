@@ -319,8 +319,16 @@ def _gate_text(gate):
     return text
 
 
+def _signal_text(value):
+    if isinstance(value, float):
+        return "%g" % value
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(item) for item in value)
+    return str(value)
+
+
 def _signals_text(signals):
-    return ", ".join("%s %s" % (key.replace("_", " "), "%g" % value if isinstance(value, float) else value)
+    return ", ".join("%s %s" % (key.replace("_", " "), _signal_text(value))
                      for key, value in sorted((signals or {}).items()) if value is not None)
 
 
