@@ -86,6 +86,11 @@ def plan_invalid(plan, now=None, only=None):
     return ""
 
 
+def _live_domain(domain):
+    unreadable = (domain.get("msg") or "unreadable") if domain.get("failed") else None
+    return {"seen": observe.seen_of_domain(domain), "plan": observe.applied_plan(domain), "unreadable": unreadable}
+
+
 def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
     """The plan's actions on the VMs of one hypervisor `host` (with
     libvirt_cputune_info's `domains` read there just now), or on the
@@ -103,9 +108,7 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
             if not host:
                 raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
             actions = [a for a in selected if a.get("vm") and a.get("host") == host]
-            live = dict(("%s/%s" % (host, d["name"]), {"seen": observe.seen_of_domain(d), "plan": observe.applied_plan(d),
-                                                        "unreadable": d.get("msg") or "unreadable" if d.get("failed") else None})
-                        for d in domains or [])
+            live = dict(("%s/%s" % (host, d["name"]), _live_domain(d)) for d in domains or [])
         return plans.review(plan, actions, live, _now(now))
     except ERRORS as exc:
         raise AnsibleFilterError("plan_review: %s" % exc)
