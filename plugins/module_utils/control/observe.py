@@ -85,7 +85,9 @@ def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
     share of its vCPUs as its baseline."""
     vm = {"name": domain["name"], "host": host, "class": domain.get("class"), "vcpus": domain.get("vcpus"),
           "cap_cpus": domain.get("cap_cpus"), "usage": domain.get("usage") or {},
-          "policy": domain.get("policy") or vm_state(domain)}
+          "policy": domain.get("policy") or vm_state(domain),
+          # The kill switch an operator set in the domain's metadata.
+          "paused": bool(domain.get("paused"))}
     if domain.get("class") == BURSTABLE and domain.get("vcpus"):
         vm["baseline_cpus"] = domain.get("baseline_cpus") or domain["vcpus"] * baseline_fraction
     return vm
@@ -107,8 +109,10 @@ def host_input(name, pressure, node=None, paused=False, previous=None):
     round before, for the CPUs the host used in between: the VMs' sum
     misses what the host itself and its other tenants burn), the node on
     it (node_overcommit_info's entry) and the kill switch."""
+    # The kill switch: on the host (an inventory variable) or on its node (a label).
+    paused = bool(paused) or bool(node is not None and node.get("paused"))
     host = {"name": name, "cpus": pressure.get("cpus"), "pressure": pressure.get("pressure"),
-            "procs_running": pressure.get("procs_running"), "paused": bool(paused),
+            "procs_running": pressure.get("procs_running"), "paused": paused,
             "cpus_used": cpus_used(previous, pressure)}
     if node is not None:
         host["node"] = {"name": node["name"], "gated": bool(node.get("gate")), "policy": node.get("policy") or {}}

@@ -46,6 +46,9 @@ def replay(measured, nodes, times, params=None):
     params = policy.parameters(params)
     observed = observe.rounds(measured, nodes)
     vm_states, node_states, history, last = {}, {}, [], None
+    # What each object's state was when the run began, and is after its
+    # last round: the difference is what to store on the object.
+    vm_before, node_before, vm_after, node_after = {}, {}, {}, {}
     if not observed["rounds"]:
         last = {"actions": [], "deferred": [], "held": [], "notes": [], "state": {"vms": {}, "nodes": {}}}
     for position, hosts, vms in observed["rounds"]:
@@ -53,24 +56,40 @@ def replay(measured, nodes, times, params=None):
             raise ValueRangeError("times", times, "one unix time per round (at least %d)" % (position + 1))
         for vm in vms:
             key = "%s/%s" % (vm["host"], vm["name"])
+            vm_before.setdefault(key, vm["policy"] or {})
             if key in vm_states:
                 vm["policy"] = vm_states[key]
         for host in hosts:
-            if host.get("node") and host["node"]["name"] in node_states:
-                host["node"]["policy"] = node_states[host["node"]["name"]]
+            node = host.get("node")
+            if node:
+                node_before.setdefault(node["name"], node["policy"] or {})
+                if node["name"] in node_states:
+                    node["policy"] = node_states[node["name"]]
         last = policy.decide(hosts, vms, times[position], params, fleet=observed["fleet"])
         acted = set(a["object"] for a in last["actions"])
         for vm in vms:
             key = "%s/%s" % (vm["host"], vm["name"])
+            vm_after[key] = vm["policy"] or {}
             if key in last["state"]["vms"]:
                 vm_states[key] = _carried(vm["policy"], last["state"]["vms"][key], key in acted)
+                vm_after[key] = (last["state"]["vms"][key] if key in acted else vm_states[key]) or {}
         for host in hosts:
             node = host.get("node")
-            if node and node["name"] in last["state"]["nodes"]:
-                node_states[node["name"]] = _carried(node["policy"], last["state"]["nodes"][node["name"]],
-                                                     "node/%s" % node["name"] in acted)
+            if not node:
+                continue
+            name = node["name"]
+            node_after[name] = node["policy"] or {}
+            if name in last["state"]["nodes"]:
+                acted_node = "node/%s" % name in acted
+                node_states[name] = _carried(node["policy"], last["state"]["nodes"][name], acted_node)
+                node_after[name] = (last["state"]["nodes"][name] if acted_node else node_states[name]) or {}
         history.append({"round": position + 1, "time": times[position],
                         "actions": [dict((k, a.get(k)) for k in ("action", "object", "cpus", "rule")) for a in last["actions"]]})
+    # The plan's state: every object whose state the run changed, as the
+    # last round leaves it (an object acted on as if its action is applied).
+    last = dict(last, state={
+        "vms": dict((k, v or None) for k, v in vm_after.items() if v != vm_before.get(k, {})),
+        "nodes": dict((k, v or None) for k, v in node_after.items() if v != node_before.get(k, {}))})
     return {"last": last, "history": history, "seen": observed["seen"], "skipped": observed["skipped"]}
 
 
@@ -80,6 +99,10 @@ def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAUL
     result = replay(measured, nodes, times, params)
     made = plans.make(result["last"], result["seen"], now, ttl_seconds)
     made.update(rounds=result["history"], skipped=result["skipped"],
-                parameters=policy.parameters(params))
+                parameters=policy.parameters(params),
+                # Every node as it was seen, acted on or not: the closed loop
+                # writes a node's state back with the gate it has.
+                nodes=dict((key.split("/", 1)[1], seen) for key, seen in result["seen"].items()
+                           if key.startswith("node/")))
     made["summary"] = plans.summary(made)
     return made

@@ -183,16 +183,28 @@ def _failure(result):
     return None
 
 
+def _conflict(result):
+    """Why the module left the object alone because it changed since it was
+    read (another runner acted on it first), or None."""
+    for entry in result.get("domains") or result.get("nodes") or []:
+        if entry.get("conflict"):
+            return entry.get("msg") or "changed since it was read"
+    return None
+
+
 def outcome(review, results, check_mode=False):
     """Per object what applying a review did. results: [(action, the
     module's result for it)] for the actions of review['apply']."""
-    out = {"plan": review["plan"], "applied": [], "done": [], "refused": [], "failed": [], "lines": []}
+    out = {"plan": review["plan"], "applied": [], "done": [], "refused": [], "failed": [], "conflict": [], "lines": []}
     verb = "would apply" if check_mode else "applied"
     for action, result in results:
-        why = _failure(result)
+        why, raced = _failure(result), _conflict(result)
         if why:
             out["failed"].append(action["object"])
             out["lines"].append("failed: %s: %s: %s" % (action["object"], action["change"], why))
+        elif raced:
+            out["conflict"].append(action["object"])
+            out["lines"].append("left alone: %s: %s" % (action["object"], raced))
         else:
             out["applied"].append(action["object"])
             out["lines"].append("%s: %s: %s (%s)" % (verb, action["object"], action["change"], action["rule"]))
