@@ -29,6 +29,8 @@ description:
     caps under the floor of the shared class, unless O(force=true).
   - A cap that caps nothing, at or above the domain's vCPU count (or, per vCPU, at or above one CPU), is refused
     for that domain before anything is written to it.
+  - With O(expected), a domain is changed only when it still is as the caller saw it when it decided (a closed loop
+    cycle, or two runners at once): see O(expected) and O(lock_dir).
   - Every value is checked against libvirt's ranges before anything changes. One domain failing
     (unknown, shut off with O(apply=live), a host without a cgroup CPU controller) neither hides nor stops
     the others; the task then fails and lists each failure.
@@ -134,6 +136,37 @@ options:
     type: str
     choices: [fail, ignore]
     default: fail
+  expected:
+    description:
+      - What the caller saw of each domain when it decided, as domain name to C(cap_cpus) (the whole-domain cap in
+        CPUs as M(overcommit.control.libvirt_cputune_info) reports it, null for unlimited) and C(throttle_time) (the
+        C(time) of the domain's throttle record, null when it has none); a key left out counts as null.
+      - Right before writing a domain named here, and under that domain's lock (O(lock_dir)), its current cap and
+        record time are compared with these (caps to the millicpu). When they differ the domain is left alone and
+        its result has C(changed=false), C(conflict=true) and C(msg) saying what changed, for example
+        C(web-17 changed since it was read: cap_cpus was unlimited, is 0.25 CPU now); the summary lists it under
+        C(conflict). This is not a failure, and the other domains are still handled.
+      - So two runs started together on one host with the same O(expected) change a domain once; the second
+        sees the first's record and reports a conflict.
+      - Domains not named here are written without a check or a lock. With O(domains) only, every name here must
+        be one of O(domains).
+    type: dict
+    version_added: 0.2.0
+  lock_dir:
+    description:
+      - Folder of the per-domain lock files (C(fcntl.flock) on a file named by the domain's UUID) taken for the
+        read-check-write of each domain named in O(expected), and by M(overcommit.control.libvirt_policy_state).
+        Created with mode 0700 when missing; it must belong to the user running the module and be writable by
+        nobody else.
+      - When the default cannot be used (C(/run/lock) not writable), C(overcommit-control-locks) in the system's
+        temp dir is used instead.
+      - Locks hold only among processes on the host that runs the module and use the same folder, not across
+        machines that reach one libvirtd over a remote O(uri).
+      - A domain whose lock another run holds for more than 60 seconds fails.
+      - Not taken in check mode, which writes nothing.
+    type: path
+    default: /run/lock/overcommit-control
+    version_added: 0.2.0
   floor:
     description:
       - The least a throttle may leave a non-dedicated domain, as a fraction of its vCPUs
@@ -155,6 +188,13 @@ EXAMPLES = r"""
     scope: vcpu
     cpus: 0.5
     apply: live
+
+- name: Throttle web-17 only if nobody changed it since the cycle read it
+  overcommit.control.libvirt_cputune:
+    domains: [web-17]
+    cpus: 0.5
+    expected:
+      web-17: {cap_cpus: null, throttle_time: null}
 
 - name: Lift the cap tomorrow, back to exactly what was there
   overcommit.control.libvirt_cputune:
@@ -189,10 +229,15 @@ summary:
       description: Names not defined on the host, with O(missing=ignore).
       type: list
       elements: str
+    conflict:
+      description: Domains left alone because they changed since the caller read them (O(expected)).
+      type: list
+      elements: str
+      version_added: 0.2.0
     failed:
       description: Domain name to why it failed.
       type: dict
-  sample: {changed: [web-17], unchanged: [web-18], skipped: [], failed: {batch-3: "Domain not found"},
+  sample: {changed: [web-17], unchanged: [web-18], skipped: [], conflict: [], failed: {batch-3: "Domain not found"},
            report: ["web-17: 0.5 CPU, was unlimited", "web-18: 0.5 CPU, unchanged", "batch-3: failed: Domain not found"]}
 domains:
   description: One result per domain, in the order they were handled.
@@ -213,8 +258,19 @@ domains:
       description: Present and true when the name is not defined on the host and O(missing=ignore).
       type: bool
     msg:
-      description: Why this domain failed.
+      description: Why this domain failed, or with C(conflict) what changed since the caller read it.
       type: str
+    conflict:
+      description:
+        - Present and true when the domain was left alone because it is no longer as O(expected) says.
+      type: bool
+      version_added: 0.2.0
+    seen:
+      description:
+        - With C(conflict), what the domain looks like now, in the shape of O(expected) (C(cap_cpus),
+          C(throttle_time)).
+      type: dict
+      version_added: 0.2.0
     class:
       description: The domain's effective class.
       type: str
@@ -247,6 +303,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client 
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
     NAME_FIELDS, CpuTuneRunner, selection_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
 
 
 def main():
@@ -268,6 +325,8 @@ def main():
             force=dict(type="bool", default=False),
             floor=dict(type="float", default=0.25),
             missing=dict(type="str", default="fail", choices=["fail", "ignore"]),
+            expected=dict(type="dict"),
+            lock_dir=dict(type="path", default=DEFAULT_LOCK_DIR),
         ),
         mutually_exclusive=[("cpus", "quota"), ("emulator_cpus", "emulator_quota")],
         required_one_of=[("domains", "classes")],

@@ -14,7 +14,8 @@ version_added: 0.1.0
 description:
   - For many domains in one call, reports live and persistent CPU tuning, vCPUs, pinning, the
     effective class, the throttle recorded by M(overcommit.control.libvirt_cputune) (who, why, when, the
-    previous values), and measured usage from two domain-stats samples.
+    previous values), the control policy's state and kill switch kept by
+    M(overcommit.control.libvirt_policy_state), and measured usage from two domain-stats samples.
   - A domain that cannot be read (unknown, or running on a host without a cgroup CPU controller) is
     reported with C(failed) and C(msg); the others are still reported, and the task then fails.
   - Usage is the C(cpu.time) rate (CPUs used) and the C(vcpu.N.delay) rate summed over the vCPUs
@@ -101,6 +102,32 @@ domains:
     throttle:
       description: The recorded throttle (reason, time, by, class, scope, cpus, previous values per target) or null.
       type: dict
+    policy:
+      description:
+        - The control policy's state kept on the domain by M(overcommit.control.libvirt_policy_state) (the mapping
+          as it was stored), or null when none is kept.
+        - Read from the running definition when the domain runs, else from its persistent one.
+        - A stored state that cannot be read makes this domain fail, with C(msg) saying so.
+      type: dict
+      version_added: 0.2.0
+    paused:
+      description: Whether the kill switch is set on the domain (O(overcommit.control.libvirt_policy_state#module:paused)).
+      type: bool
+      version_added: 0.2.0
+    pause:
+      description: With C(paused), why, who and when it was paused; null when not paused.
+      type: dict
+      version_added: 0.2.0
+      contains:
+        reason:
+          description: Why, when the one who paused it said.
+          type: str
+        by:
+          description: Who paused it.
+          type: str
+        time:
+          description: When, RFC 3339 UTC.
+          type: str
     usage:
       description: Measured usage of a running domain.
       type: dict

@@ -35,6 +35,8 @@ def cap_line(result, restore, now, was, check_mode=False):
         return "%s: failed: %s" % (name, result.get("msg"))
     if result.get("skipped"):
         return "%s: skipped: %s" % (name, result.get("msg"))
+    if result.get("conflict"):
+        return "%s: left alone: %s" % (name, result.get("msg"))
     if not result.get("changed"):
         done = "nothing to restore" if restore else "unchanged"
         # now None: the object was not looked at in detail (never throttled).
@@ -59,13 +61,17 @@ def report(results, describe):
 
 def summary(results, describe=None):
     """Names per outcome, for people (a per-host summary) and for the task's
-    own changed/failed status; with describe(result) -> line, also a
-    report of what was done to each object."""
+    own changed/failed status (an object left alone because it changed since
+    the caller read it is a `conflict`, not a failure); with
+    describe(result) -> line, also a report of what was done to each object."""
     failed = [r for r in results if r.get("failed")]
     outcome = {
         "changed": [r["name"] for r in results if r.get("changed") and not r.get("failed")],
-        "unchanged": [r["name"] for r in results if not (r.get("changed") or r.get("failed") or r.get("skipped"))],
+        "unchanged": [r["name"] for r in results
+                      if not (r.get("changed") or r.get("failed") or r.get("skipped") or r.get("conflict"))],
         "skipped": [r["name"] for r in results if r.get("skipped")],
+        # Left alone: changed by someone else since the caller read it.
+        "conflict": [r["name"] for r in results if r.get("conflict") and not r.get("failed")],
         "failed": dict((r["name"], r.get("msg")) for r in failed),
         "failure_msg": ("%d of %d failed: %s" % (len(failed), len(results), "; ".join(
             "%s: %s" % (r["name"], r.get("msg")) for r in failed))) if failed else None,

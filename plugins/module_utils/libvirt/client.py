@@ -93,6 +93,14 @@ class LibvirtClient(object):
             "xml": _wrap(domain.XMLDesc, 0),
         }
 
+    def uuid(self, domain):
+        return _wrap(domain.UUIDString)
+
+    def definition(self, domain, target):
+        """The XML of one target: the running definition (live) or the
+        persistent one (config)."""
+        return _wrap(domain.XMLDesc, 0 if target == LIVE else libvirt.VIR_DOMAIN_XML_INACTIVE)
+
     def scheduler_parameters(self, domain, target):
         return _wrap(domain.schedulerParametersFlags, _affect(target))
 

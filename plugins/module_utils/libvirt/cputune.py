@@ -11,10 +11,14 @@ __metaclass__ = type
 
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import names
+from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks, LockError
 
 WORKERS = 4
 # The options of the libvirt modules that are lists of domain names.
@@ -33,7 +37,75 @@ def selection_argument_spec():
 
 
 # Errors that belong to one domain: reported on it, the others carry on.
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError)
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError, LockError)
+EXPECTED_KEYS = ("cap_cpus", "throttle_time")
+
+
+def check_name_keys(field, mapping):
+    """Refuses (names.NameListError) keys of a mapping option that cannot be
+    a domain's name (empty, surrounding spaces), naming `field.<key>`."""
+    problems = []
+    for key in mapping or {}:
+        why = names.problem(key)
+        if why:
+            problems.append("%s.%s: the name %r %s" % (field, key, key, why))
+    if problems:
+        raise names.NameListError(field, problems)
+
+
+def check_expected(expected, domains, classes):
+    """Checks option `expected` ({domain: {cap_cpus, throttle_time}}) and
+    returns it with both keys on every entry; raises cpu.ValueRangeError
+    naming the field and the allowed values."""
+    check_name_keys("expected", expected)
+    out = {}
+    for name, seen in (expected or {}).items():
+        field = "expected.%s" % name
+        if not isinstance(seen, dict):
+            raise cpu.ValueRangeError(field, seen, "a mapping with cap_cpus (CPUs or null) and throttle_time "
+                                                   "(text or null), as libvirt_cputune_info read them")
+        unknown = sorted(set(seen) - set(EXPECTED_KEYS))
+        if unknown:
+            raise cpu.ValueRangeError("%s.%s" % (field, unknown[0]), seen[unknown[0]],
+                                      "only the keys %s" % ", ".join(EXPECTED_KEYS))
+        cap = seen.get("cap_cpus")
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
+            raise cpu.ValueRangeError(field + ".cap_cpus", cap, "a number of CPUs above 0, or null for unlimited")
+        when = seen.get("throttle_time")
+        if when is not None and not isinstance(when, str):
+            raise cpu.ValueRangeError(field + ".throttle_time", when, "the throttle record's time as text, or null")
+        if not classes and name not in domains:
+            raise cpu.ValueRangeError(field, name, "a domain the task acts on (one of domains: %s)"
+                                      % ", ".join(domains))
+        out[name] = {"cap_cpus": None if cap is None else float(cap), "throttle_time": when}
+    return out
+
+
+def cap_cpus(state):
+    """What a domain's quotas let it use, in CPUs (None: unlimited), from
+    its live tuning when it runs, else its persistent config: the cap_cpus
+    libvirt_cputune_info reports and `expected` is compared with."""
+    tuning = state["current"].get(LIVE) or state["current"].get(CONFIG) or {}
+    return plan.domain_cpus(tuning, state["vcpus"])
+
+
+def seen_target(described):
+    """The target cap_cpus is read from."""
+    return LIVE if described["active"] else CONFIG
+
+
+def conflict(name, expected, state):
+    """What the domain looks like now (observe.seen_of_domain: cap_cpus and
+    throttle_time) and why that is not what the caller saw when it decided
+    (domain.plan.changed_since), or None when it is."""
+    seen = observe.seen_of_domain({"cap_cpus": cap_cpus(state), "throttle": state["record"]})
+    why = plans.changed_since({"object": name, "expected": expected}, seen)
+    if why is None:
+        return seen, None
+    # changed_since speaks of a plan; here the caller's read is what is compared.
+    prefix = "%s changed since plan: " % name
+    detail = why[len(prefix):] if why.startswith(prefix) else why
+    return seen, "%s changed since it was read: %s" % (name, detail)
 
 
 def shares_range(cgroup_version):
@@ -83,6 +155,8 @@ class CpuTuneRunner(object):
         self.now = now
         self.requested_by = requested_by
         self.cap = None
+        self.expected = {}
+        self.locks = DomainLocks(params.get("lock_dir") or "")
 
     def validate(self):
         """Checks every option value before anything changes; raises
@@ -94,6 +168,7 @@ class CpuTuneRunner(object):
             cpu.check_range("shares", params["shares"], shares_range(version), label)
         if params["floor"] < 0 or params["floor"] > 1:
             raise cpu.ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
+        self.expected = check_expected(params.get("expected"), params["domains"], params["classes"])
         if params["state"] == "throttled":
             self.cap = plan.cap_values(
                 vcpus=1, cpus=params["cpus"], scope=params["scope"], period=params["period"], quota=params["quota"],
@@ -119,18 +194,37 @@ class CpuTuneRunner(object):
                 if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
                     return dict(result, skipped=True, msg="not defined on this host")
                 raise
-            described = described or self.client.describe(domain)
-            targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
-            state = read_state(self.client, domain, self.params["class_namespace"], described, targets)
-            result["class"], result["vcpus"] = state["vm_class"], state["vcpus"]
-            if self.params["state"] == "throttled":
-                domain_plan = self.plan_throttle(state, targets)
+            if name in self.expected and not self.check_mode:
+                # The whole read-check-write under the domain's lock: a run
+                # that started at the same time sees this one's record.
+                with self.locks.hold(self.client.uuid(domain), name):
+                    self.handle(result, domain, None)
             else:
-                domain_plan = plan.plan_restore(state, targets)
-            result.update(self.execute(domain, state, domain_plan))
+                self.handle(result, domain, described)
         except DOMAIN_ERRORS as exc:
             result.update(failed=True, msg=str(exc))
         return result
+
+    def handle(self, result, domain, described):
+        """Reads, checks `expected`, plans and writes one domain."""
+        name = result["name"]
+        described = described or self.client.describe(domain)
+        targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+        read = targets
+        if name in self.expected and seen_target(described) not in targets:
+            read = targets + [seen_target(described)]
+        state = read_state(self.client, domain, self.params["class_namespace"], described, read)
+        result["class"], result["vcpus"] = state["vm_class"], state["vcpus"]
+        if name in self.expected:
+            seen, why = conflict(name, self.expected[name], state)
+            if why:
+                result.update(conflict=True, msg=why, seen=seen, throttle=state["record"])
+                return
+        if self.params["state"] == "throttled":
+            domain_plan = self.plan_throttle(state, targets)
+        else:
+            domain_plan = plan.plan_restore(state, targets)
+        result.update(self.execute(domain, state, domain_plan))
 
     def plan_throttle(self, state, targets):
         capped_cpus = plan.domain_cpus(self.cap, state["vcpus"])
@@ -205,9 +299,11 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
         result.update(class_reason=state["class_reason"], throttle=state["record"],
                       live=plan.pick(state["current"].get(LIVE, {})) or None,
                       config=plan.pick(state["current"].get(CONFIG, {})) or None)
-        tuning = state["current"].get(LIVE) or state["current"].get(CONFIG) or {}
-        cap = plan.domain_cpus(tuning, state["vcpus"])
-        result["cap_cpus"] = cap
+        result["cap_cpus"] = cap_cpus(state)
+        policy = state["policy"]
+        if policy["error"]:
+            result.update(failed=True, msg="%s: %s" % (name, policy["error"]))
+        result.update(policy=policy["state"], paused=policy["pause"] is not None, pause=policy["pause"])
         if state["active"]:
             running[name] = (domain, result)
         results.append(result)

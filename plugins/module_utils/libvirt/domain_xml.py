@@ -6,12 +6,26 @@ its <metadata>. Pure: strings in, plain data out.
 
 The class is read from <metadata><vm xmlns=CLASS_NAMESPACE><class>...; the
 throttle record is one element in THROTTLE_NAMESPACE holding who, why, when,
-the cap and the exact values it replaced, per target (live, config)."""
+the cap and the exact values it replaced, per target (live, config).
+
+The control policy's state between cycles and the kill switch are one
+element in POLICY_NAMESPACE (either part may be absent; with neither the
+element is removed):
+
+    <policy>
+      <pause reason="INC-1" by="alice" time="2024-05-01T10:00:00Z"/>
+      <state>{"cap": 0.5, "rule": "throttle", ...}</state>
+    </policy>
+
+`pause` present means paused (no automatic action on the domain), with
+why, who and when; `state` holds the policy's per-VM state as JSON (sorted
+keys, so the same state always gives the same text)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import xml.etree.ElementTree as ET
 
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
@@ -21,6 +35,10 @@ THROTTLE_NAMESPACE = "https://overcommit.control/xmlns/throttle/1"
 THROTTLE_KEY = "overcommit"
 RECORD_FIELDS = ("reason", "time", "by", "class", "scope", "cpus", "plan")
 TARGETS = ("live", "config")
+POLICY_NAMESPACE = "https://overcommit.control/xmlns/policy/1"
+# The prefix libvirt gives the policy element (the throttle record uses THROTTLE_KEY).
+POLICY_KEY = "ocpolicy"
+PAUSE_FIELDS = ("reason", "by", "time")
 
 
 def describe(xml_text, class_namespace=CLASS_NAMESPACE):
@@ -41,7 +59,60 @@ def describe(xml_text, class_namespace=CLASS_NAMESPACE):
         "realtime": realtime,
         "declared_class": declared.strip() if declared else None,
         "record": parse_record(record) if record is not None else None,
+        "policy": parse_policy_of(root),
     }
+
+
+def parse_policy_of(root):
+    """The policy element of a parsed domain XML (parse_policy), or an empty
+    one when the domain has none."""
+    element = root.find("metadata/{%s}policy" % POLICY_NAMESPACE)
+    if element is None:
+        return {"state": None, "pause": None, "error": None}
+    return parse_policy(element)
+
+
+def parse_policy(element):
+    """{state: the stored policy state (dict) or None, pause: {reason, by,
+    time} or None, error: why the stored state cannot be read, or None}."""
+    out = {"state": None, "pause": None, "error": None}
+    for child in element:
+        tag = child.tag.rsplit("}", 1)[-1]
+        if tag == "pause":
+            out["pause"] = dict((field, child.get(field)) for field in PAUSE_FIELDS if child.get(field) is not None)
+        elif tag == "state":
+            try:
+                state = json.loads(child.text or "")
+            except ValueError as exc:
+                out["error"] = "the stored policy state is not JSON (%s)" % exc
+                continue
+            if isinstance(state, dict):
+                out["state"] = state
+            else:
+                out["error"] = "the stored policy state is a %s, not a mapping" % type(state).__name__
+    return out
+
+
+def state_text(state):
+    """The policy state as the JSON text stored (sorted keys, compact, no
+    NaN or infinity); raises ValueError or TypeError when it is not JSON."""
+    return json.dumps(state, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def policy_xml(state, pause):
+    """The element libvirt stores under POLICY_NAMESPACE, or None when there
+    is neither a state nor a pause (the element is then removed)."""
+    if state is None and pause is None:
+        return None
+    element = ET.Element("policy")
+    if pause is not None:
+        node = ET.SubElement(element, "pause")
+        for field in PAUSE_FIELDS:
+            if pause.get(field) is not None:
+                node.set(field, str(pause[field]))
+    if state is not None:
+        ET.SubElement(element, "state").text = state_text(state)
+    return ET.tostring(element, encoding="unicode")
 
 
 def parse_record(element):

@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The control policy's state between cycles and the kill switch, kept on
+many libvirt domains as one metadata element each (domain_xml.policy_xml).
+
+`plan_policy` (pure) decides what one target of one domain should hold;
+PolicyStateRunner reads, plans and writes many domains over one connection,
+each under its lock (lock.DomainLocks) so that a state written by a cycle
+and a pause set by an operator at the same time never drop one another."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
+    CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks, LockError
+
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, LockError, cpu.ValueRangeError)
+STATE_ALLOWED = "a mapping of the policy state (JSON values: no NaN or infinity), or null to remove it"
+
+
+def normalised_state(field, state):
+    """The state as it reads back once stored (JSON round trip), None for
+    None; raises cpu.ValueRangeError naming `field` when it is neither a
+    mapping nor None, or not JSON."""
+    if state is None:
+        return None
+    if not isinstance(state, dict):
+        raise cpu.ValueRangeError(field, state, STATE_ALLOWED)
+    try:
+        return json.loads(domain_xml.state_text(state))
+    except (TypeError, ValueError) as exc:
+        raise cpu.ValueRangeError(field, state, "%s (%s)" % (STATE_ALLOWED, exc))
+
+
+def check_states(states):
+    """Checks option `states` and returns it normalised (normalised_state)."""
+    check_name_keys("states", states)
+    return dict((name, normalised_state("states.%s" % name, state)) for name, state in (states or {}).items())
+
+
+def view(current):
+    """What one target holds, as results show it."""
+    return {"policy": current["state"], "pause": current["pause"]}
+
+
+def plan_policy(current, wanted, pause_fields):
+    """What one target of a domain should hold. current: domain_xml's
+    parsed element ({state, pause, error}); wanted: {state: normalised state
+    or None} when the task sets or removes it, {paused: bool} when it sets or
+    clears the kill switch; pause_fields: {reason, by, time} of a new pause.
+
+    A pause already set stays as it is (who and when) unless the task gives
+    a different reason; clearing it removes who, why and when too. Returns
+    the new {state, pause}; raises plan.PlanError when the stored state
+    cannot be read and the task does not replace it."""
+    state, pause = current["state"], current["pause"]
+    if "state" in wanted:
+        state = wanted["state"]
+    elif current.get("error"):
+        raise plan.PlanError("%s: give this domain a new state, or null to remove it, in states" % current["error"])
+    if wanted.get("paused") is True:
+        reason = pause_fields.get("reason")
+        if pause is None or (reason is not None and reason != pause.get("reason")):
+            pause = dict((key, value) for key, value in pause_fields.items() if value is not None)
+    elif wanted.get("paused") is False:
+        pause = None
+    return {"state": state, "pause": pause}
+
+
+def report_line(result, check_mode=False):
+    """One domain's line of the task's report."""
+    name = result["name"]
+    if result.get("failed"):
+        return "%s: failed: %s" % (name, result.get("msg"))
+    if result.get("skipped"):
+        return "%s: skipped: %s" % (name, result.get("msg"))
+    paused = "paused" if result.get("paused") else "not paused"
+    if not result.get("changed"):
+        return "%s: unchanged (%s)" % (name, paused)
+    before, after = result.get("before") or {}, result.get("after") or {}
+    target = LIVE if LIVE in after else CONFIG
+    was, now = before.get(target) or {}, after.get(target) or {}
+    done = []
+    if was.get("policy") != now.get("policy"):
+        done.append("state removed" if now.get("policy") is None else "state written")
+    if was.get("pause") != now.get("pause"):
+        done.append("unpaused" if now.get("pause") is None else "paused")
+    return "%s: %s%s" % (name, "would be: " if check_mode else "", ", ".join(done) or "written")
+
+
+class PolicyStateRunner(object):
+    """One task: states and/or the kill switch for many domains."""
+
+    def __init__(self, client, params, check_mode, now, requested_by):
+        self.client = client
+        self.params = params
+        self.check_mode = check_mode
+        self.pause_fields = {"reason": params.get("reason"), "by": requested_by, "time": now}
+        self.states = {}
+        self.locks = DomainLocks(params.get("lock_dir") or "")
+
+    def validate(self):
+        """Checks every option before anything is read or changed; raises
+        cpu.ValueRangeError naming the field and the allowed values."""
+        params = self.params
+        if params.get("states") is None and params.get("paused") is None:
+            raise cpu.ValueRangeError("states", None, "a mapping of domain name to policy state, or paused "
+                                                      "with domains (at least one of them)")
+        if params.get("paused") is not None and not params.get("domains"):
+            raise cpu.ValueRangeError("domains", params.get("domains"),
+                                      "names of the domains to pause or unpause, needed with paused")
+        if params.get("domains") and params.get("paused") is None:
+            raise cpu.ValueRangeError("paused", None, "true or false, needed with domains")
+        self.states = check_states(params.get("states"))
+
+    def names(self):
+        ordered = list(self.states)
+        for name in self.params.get("domains") or []:
+            if name not in self.states:
+                ordered.append(name)
+        return ordered
+
+    def run(self):
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(self.run_one, self.names()))
+
+    def wanted(self, name):
+        wanted = {}
+        if name in self.states:
+            wanted["state"] = self.states[name]
+        if name in (self.params.get("domains") or []):
+            wanted["paused"] = self.params["paused"]
+        return wanted
+
+    def run_one(self, name):
+        result = {"name": name, "changed": False}
+        try:
+            try:
+                domain = self.client.lookup(name)
+            except LibvirtClientError as exc:
+                if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
+                    return dict(result, skipped=True, msg="not defined on this host")
+                raise
+            if self.check_mode:
+                result.update(self.handle(name, domain))
+            else:
+                # Read and write under the domain's lock: a state and a pause
+                # written at once by two runs keep each other.
+                with self.locks.hold(self.client.uuid(domain), name):
+                    result.update(self.handle(name, domain))
+        except DOMAIN_ERRORS as exc:
+            result.update(failed=True, msg=str(exc))
+        return result
+
+    def handle(self, name, domain):
+        described = self.client.describe(domain)
+        targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+        wanted = self.wanted(name)
+        before, after = {}, {}
+        for target in targets:
+            root = ET.fromstring(self.client.definition(domain, target))
+            current = domain_xml.parse_policy_of(root)
+            planned = plan_policy(current, wanted, self.pause_fields)
+            before[target], after[target] = view(current), view(planned)
+        writes = [t for t in targets if before[t] != after[t]]
+        if writes and not self.check_mode:
+            self.write(domain, writes, after)
+        shown = after[LIVE if LIVE in after else CONFIG]
+        return {"changed": bool(writes), "before": before, "after": after, "policy": shown["policy"],
+                "paused": shown["pause"] is not None, "pause": shown["pause"]}
+
+    def write(self, domain, writes, after):
+        # Targets that end up alike are written in one call.
+        groups = []
+        for target in writes:
+            for group in groups:
+                if after[group[0]] == after[target]:
+                    group.append(target)
+                    break
+            else:
+                groups.append([target])
+        for group in groups:
+            wanted = after[group[0]]
+            self.client.set_metadata(domain, domain_xml.policy_xml(wanted["policy"], wanted["pause"]),
+                                     domain_xml.POLICY_KEY, domain_xml.POLICY_NAMESPACE,
+                                     live=LIVE in group, config=CONFIG in group)
+
+    def report_line(self, result):
+        return report_line(result, self.check_mode)
