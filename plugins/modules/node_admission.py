@@ -27,6 +27,15 @@ description:
     C(NoSchedule) taint under O(prefix)), unless O(force=true).
   - Nodes not found and nodes whose write fails are reported one by one; the others are still handled and
     the task then fails.
+  - Every node the task gates or opens gets a Kubernetes Event (type C(Normal), reason C(NodeGated) or
+    C(NodeOpened), reporting controller C(overcommit.control)) in the namespace C(default), saying who, why and
+    under which plan. An Event that cannot be created is reported in the node's result and never fails the task.
+  - With O(policy_state), the control policy's state of the nodes is kept in the annotation C(<prefix>policy)
+    (compact JSON), written in the same write as the gate.
+  - With O(expected), a node that is no longer as the caller saw it when it decided (someone gated, opened,
+    tainted or cordoned it meanwhile; another run acted first) is left alone and reported as a conflict. The
+    comparison is made on the node as read for the write and again whenever another writer got there first,
+    so two runs that decided on the same view never both act.
 author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
@@ -37,7 +46,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Every write is sent to the API server as a dry run (C(dryRun=All)).
+    details: Every write, the Events included, is sent to the API server as a dry run (C(dryRun=All)).
 options:
   names:
     description:
@@ -129,6 +138,24 @@ options:
       - Gate even beyond O(max_gated_share).
     type: bool
     default: false
+  policy_state:
+    description:
+      - The control policy's state of the nodes (for example C(gated_at), C(rule), C(calm_since)), kept in the
+        annotation C(<prefix>policy) as compact JSON with sorted keys, together with whatever O(state) does.
+      - V(null) or an empty mapping removes the annotation. When the option is not given the annotation is left
+        as it is.
+      - The same state is written on every node of the task. Writing the state a node already has changes nothing.
+    type: dict
+    version_added: 0.2.0
+  expected:
+    description:
+      - What the caller saw of each node when it decided, node name to C(gated) (bool), C(gate_time) (the gate
+        record's time, or null), C(taints) (every taint as C(key=value:effect) or C(key:effect)) and C(cordoned)
+        (bool), as the plans of the collection record it.
+      - A node named here that is no longer so is not changed; its result has C(conflict=true) and a C(msg) saying
+        what changed, and the task does not fail. Nodes not named here are changed without this check.
+    type: dict
+    version_added: 0.2.0
 """
 
 EXAMPLES = r"""
@@ -146,6 +173,15 @@ EXAMPLES = r"""
     labels:
       esxi-pressure: "true"
     reason: "esx-03 CPU ready above 10 %"
+
+- name: Gate a node only if nobody touched it since it was read, and keep the policy's state on it
+  overcommit.control.node_admission:
+    names: [worker-07]
+    reason: "gate_pressure: CPU pressure 45 % (avg60)"
+    plan_id: "{{ plan.id }}"
+    policy_state: {gated_at: 1767607200, rule: gate_pressure}
+    expected:
+      worker-07: {gated: false, gate_time: null, taints: [], cordoned: false}
 
 - name: Reopen them, removing exactly what the gate added
   overcommit.control.node_admission:
@@ -175,7 +211,8 @@ nodes:
       description: Why this node failed.
       type: str
     before:
-      description: The node's taints, cordon, owned labels and gate record before the task.
+      description: The node's taints, cordon, owned labels and gate record before the task, and its policy state
+        (C(policy)) when O(policy_state) is given.
       type: dict
     after:
       description: The same after the task.
@@ -187,6 +224,19 @@ nodes:
       description: How many times another writer changed the node between our read and our write
         (each time it was read again and re-planned). Present only when it happened.
       type: int
+    conflict:
+      description:
+        - Present and true when the node was left alone because it is no longer as O(expected) says; C(msg)
+          then says what changed (C(<name> changed since it was read: taints was [...], is [...] now)).
+      type: bool
+      version_added: 0.2.0
+    event:
+      description:
+        - The Event created on the node when the task gated or opened it (C(type), C(reason), C(note)), with
+          C(error) when it could not be created. Absent when the gate did not change.
+      type: dict
+      version_added: 0.2.0
+      sample: {type: Normal, reason: NodeGated, note: "Closed to new VMs by ops: CPU PSI above 40 % (plan p-1)"}
   sample:
     - name: worker-07
       changed: true
@@ -197,6 +247,13 @@ nodes:
         labels: {}
         gate: {reason: CPU PSI above 40 %, time: "2026-01-05T10:00:00Z", by: ops,
                taints: [overcommit.control/pressure], cordoned: false}
+summary:
+  description:
+    - The nodes' names per outcome, C(changed), C(unchanged), C(skipped), C(conflict) (left alone as they changed
+      since the caller read them, see O(expected)) and C(failed) (name to why).
+  returned: always
+  type: dict
+  sample: {changed: [worker-07], unchanged: [], skipped: [], conflict: [worker-12], failed: {}}
 fleet:
   description: With O(state=gated), the safety check over the fleet's nodes.
   returned: when state is gated and the fleet could be read
@@ -204,8 +261,10 @@ fleet:
   sample: {nodes: 40, closed_before: 2, closed_after: 4, max_gated_share: 0.5, max_closed: 20}
 """
 
+import socket
+
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
-from ansible_collections.overcommit.control.plugins.module_utils.common.record import record_fields
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock, record_fields
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.admission import AdmissionRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
@@ -232,16 +291,18 @@ def main():
             max_gated_share=dict(type="float", default=0.5),
             fleet_label_selector=dict(type="str"),
             force=dict(type="bool", default=False),
+            policy_state=dict(type="dict"),
+            expected=dict(type="dict"),
         ),
         required_one_of=[("names", "label_selector")],
         failed={"nodes": []},
         name_fields=("names",),
     )
-    request = module.checked(gate.check_request)
+    request = module.checked(lambda params: gate.check_request(params, module.given("policy_state")))
     fields = record_fields(module.params)
     results, fleet = module.with_client(
-        lambda client: AdmissionRunner(client, request, fields).run(module.params["names"],
-                                                                    module.params["label_selector"]),
+        lambda client: AdmissionRunner(client, request, fields, clock, socket.gethostname()).run(
+            module.params["names"], module.params["label_selector"]),
         refusals=(gate.GateRefusal,))
     exit_fleet(module, results, "node", "nodes", **({"fleet": fleet} if fleet else {}))
 

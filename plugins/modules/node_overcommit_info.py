@@ -23,6 +23,8 @@ description:
   - Also returns what identifies the machine under the node, C(status.nodeInfo.systemUUID) and
     C(spec.providerID), with the node's labels, taints, cordon and the gate record under O(prefix) that
     M(overcommit.control.node_admission) keeps, so a role can map nodes to hypervisor VMs and decide gates.
+  - Also returns the control policy's state kept on the node (annotation C(<prefix>policy)) and whether an
+    operator paused automatic actions on it (label C(<prefix>paused=true), the kill switch).
   - Reads only. Up to 20 nodes are read one by one and their pods with one list per node (filtered on the
     server by C(spec.nodeName)); more nodes are read in one list and their pods in one cluster-wide list.
 author:
@@ -49,7 +51,8 @@ options:
   prefix:
     description:
       - The key prefix this collection owns, a DNS subdomain followed by C(/); the gate record is read from
-        the annotation C(<prefix>gate).
+        the annotation C(<prefix>gate), the policy state from C(<prefix>policy) and the kill switch from the
+        label C(<prefix>paused).
     type: str
     default: overcommit.control/
 seealso:
@@ -100,6 +103,24 @@ nodes:
     gate:
       description: The gate record of M(overcommit.control.node_admission) under O(prefix), or null.
       type: dict
+    policy:
+      description:
+        - The control policy's state of the node (for example C(gated_at), C(rule), C(calm_since)) that
+          M(overcommit.control.node_admission) keeps in the annotation C(<prefix>policy), or null when there is
+          none or it cannot be read (then C(policy_error) says why).
+      type: dict
+      version_added: 0.2.0
+    policy_error:
+      description: Why the annotation C(<prefix>policy) could not be read (not JSON, or not a mapping).
+      returned: when the annotation is there but cannot be read
+      type: str
+      version_added: 0.2.0
+    paused:
+      description:
+        - Whether the node carries the label C(<prefix>paused=true), the kill switch that stops every automatic
+          action on it.
+      type: bool
+      version_added: 0.2.0
     pods:
       description: Number of non-terminated pods on the node.
       type: int
@@ -119,6 +140,8 @@ nodes:
       taints: []
       unschedulable: false
       gate: null
+      policy: null
+      paused: false
       pods: 31
       cpu: {allocatable: 16.0, requests: 12.5, limits: 40.0, requests_ratio: 0.781, limits_ratio: 2.5,
             pods_without_limit: 3}

@@ -12,10 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import time
-
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, vmi_cpu_limit as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     STRATEGIC_MERGE_PATCH, K8sClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import API, namespaced_path
@@ -27,10 +25,6 @@ STATE_ACTIONS = {brake.THROTTLED: "Throttle", brake.RESTORED: "Restore", brake.R
 
 def pods_path(namespace=None):
     return "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
-
-
-def events_path(namespace):
-    return "/apis/events.k8s.io/v1/namespaces/%s/events" % namespace
 
 
 class CpuLimitRunner(object):
@@ -228,12 +222,8 @@ class CpuLimitRunner(object):
         return patch
 
     def emit(self, view, pod, event_type, reason, action, note):
-        """Creates the Event; returns its reason, or what kept it from being
-        created (the task's result then says so rather than staying silent)."""
+        """Creates the Event; returns its type, reason and note, with what
+        kept it from being created (events.emit)."""
         body = brake.event(view, pod, event_type, reason, action, note, self.clock()[1], self.instance,
-                           "%x" % time.time_ns())
-        try:
-            self.client.create(events_path(view["namespace"]), body)
-        except K8sClientError as exc:
-            return {"type": event_type, "reason": reason, "note": body["note"], "error": str(exc)}
-        return {"type": event_type, "reason": reason, "note": body["note"]}
+                           events.unique_suffix())
+        return events.emit(self.client, body)

@@ -8,7 +8,13 @@ in, plain data out.
 Gating sets owned taints (and optionally the cordon); why and when is kept in
 an annotation on the node, which also says which taints the gate added and
 whether it cordoned, so opening removes exactly those and never lifts a cordon
-someone else set."""
+someone else set.
+
+Beside the gate record the node carries the control policy's state between
+cycles (annotation <prefix>policy, compact JSON), written in the same write
+as the gate, and the operator's kill switch (label <prefix>paused=true). A
+task may say what it saw of a node when it decided (`expected`, as
+control.observe.seen_of_node shapes it): a node no longer so is left alone."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,13 +22,19 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.overcommit.control.plugins.module_utils.control.observe import seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, taints as node_taints
 
 STATES = ("gated", "open")
 DEFAULT_TAINT = {"key": "gated", "effect": "NoSchedule"}
 RECORD_NAME = "gate"
 RECORD_FIELDS = ("reason", "time", "by")
+POLICY_NAME = "policy"
+PAUSED_NAME = "paused"
+# What a plan saw of a node (control.observe.seen_of_node), key -> check.
+EXPECTED_KEYS = ("gated", "gate_time", "taints", "cordoned")
 
 
 class GateRefusal(Exception):
@@ -33,9 +45,71 @@ def record_key(prefix):
     return prefix + RECORD_NAME
 
 
-def check_request(params):
+def policy_key(prefix):
+    return prefix + POLICY_NAME
+
+
+def paused_key(prefix):
+    return prefix + PAUSED_NAME
+
+
+def policy_text(state):
+    """The annotation's text of a policy state: compact JSON, sorted keys."""
+    return json.dumps(state, sort_keys=True, separators=(",", ":"))
+
+
+def check_policy_state(value, field="policy_state"):
+    """A policy state to store: a mapping (JSON), or None to remove it; an
+    empty mapping is no state and removes it too."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueRangeError(field, value, "a mapping (the policy's state of the node), or null to remove it")
+    try:
+        policy_text(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueRangeError(field, value, "a mapping JSON can hold (%s)" % exc)
+    return value or None
+
+
+def check_expected(value, field="expected"):
+    """What the caller saw of each node when it decided: node name ->
+    {gated: bool, gate_time: str or null, taints: ["key=value:effect" or
+    "key:effect"...], cordoned: bool} (control.observe.seen_of_node). Taints
+    are compared in sorted order."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueRangeError(field, value, "a mapping of node name to what was seen of it")
+    checked = {}
+    for name, seen in value.items():
+        where = "%s.%s" % (field, name)
+        if not isinstance(seen, dict):
+            raise ValueRangeError(where, seen, "a mapping with %s" % ", ".join(EXPECTED_KEYS))
+        for key in sorted(set(EXPECTED_KEYS) - set(seen)):
+            raise ValueRangeError("%s.%s" % (where, key), None, "present: the node as it was seen has %s"
+                                  % ", ".join(EXPECTED_KEYS))
+        for key in sorted(set(seen) - set(EXPECTED_KEYS)):
+            raise ValueRangeError("%s.%s" % (where, key), seen[key], "only %s" % ", ".join(EXPECTED_KEYS))
+        for key in ("gated", "cordoned"):
+            if not isinstance(seen[key], bool):
+                raise ValueRangeError("%s.%s" % (where, key), seen[key], "true or false")
+        if seen["gate_time"] is not None and not isinstance(seen["gate_time"], str):
+            raise ValueRangeError(where + ".gate_time", seen["gate_time"], "the gate record's time (text), or null")
+        taints = seen["taints"]
+        if not isinstance(taints, list) or not all(isinstance(t, str) for t in taints):
+            raise ValueRangeError(where + ".taints", taints, "a list of taints as text, key=value:effect or key:effect")
+        checked[name] = dict(seen, taints=sorted(taints))
+    return checked
+
+
+def check_request(params, policy_given=None):
     """The task's options, validated and normalised before anything is read
-    or written. Raises ValueRangeError naming the field."""
+    or written. Raises ValueRangeError naming the field.
+
+    policy_given: whether the task set policy_state at all (a null removes
+    the state; an option left out leaves it); by default, whether params
+    has a policy_state that is not null."""
     prefix = metadata.check_prefix(params["prefix"])
     state = params["state"]
     if state not in STATES:
@@ -52,9 +126,15 @@ def check_request(params):
     if record_key(prefix) in labels:
         raise ValueRangeError("labels", record_key(prefix), "any owned key but %s, which holds the gate record"
                               % record_key(prefix))
-    return {"prefix": prefix, "state": state, "taints": wanted, "taints_given": given is not None,
-            "labels": labels, "cordon": bool(params.get("cordon")), "max_gated_share": share,
-            "fleet_label_selector": params.get("fleet_label_selector"), "force": bool(params.get("force"))}
+    if policy_given is None:
+        policy_given = params.get("policy_state") is not None
+    request = {"prefix": prefix, "state": state, "taints": wanted, "taints_given": given is not None,
+               "labels": labels, "cordon": bool(params.get("cordon")), "max_gated_share": share,
+               "fleet_label_selector": params.get("fleet_label_selector"), "force": bool(params.get("force")),
+               "expected": check_expected(params.get("expected"))}
+    if policy_given:
+        request["policy"] = check_policy_state(params.get("policy_state"))
+    return request
 
 
 def parse_record(text):
@@ -65,17 +145,48 @@ def parse_record(text):
     return record if isinstance(record, dict) else None
 
 
+def parse_policy(text):
+    """(policy state, why it cannot be read) of the annotation's text: a
+    state is a mapping; no annotation is (None, None)."""
+    if text is None:
+        return None, None
+    try:
+        state = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        return None, "the annotation is not valid JSON (%s)" % exc
+    if not isinstance(state, dict):
+        return None, "the annotation holds a %s, not a mapping" % type(state).__name__
+    return state, None
+
+
 def node_view(node, prefix):
     """What the gate looks at on one Node object (the API's JSON)."""
     meta, spec = node.get("metadata") or {}, node.get("spec") or {}
     annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    policy, policy_error = parse_policy(annotations.get(policy_key(prefix)))
     return {
         "name": meta.get("name"),
         "taints": [node_taints.normalise(t) for t in spec.get("taints") or []],
         "unschedulable": bool(spec.get("unschedulable")),
-        "labels": metadata.owned(meta.get("labels"), prefix),
+        "labels": metadata.owned(labels, prefix),
         "gate": parse_record(annotations.get(record_key(prefix))) if record_key(prefix) in annotations else None,
+        "policy": policy,
+        "policy_error": policy_error,
+        "policy_stored": policy_key(prefix) in annotations,
+        "paused": labels.get(paused_key(prefix)) == "true",
     }
+
+
+def changed_since_read(view, expected):
+    """Why the node is no longer as the caller saw it (expected: its entry
+    of check_expected), or None when it is; compared as a plan compares
+    (domain.plan.changed_since)."""
+    why = changed_since({"object": view["name"], "expected": expected}, seen_of_node(view))
+    if why is None:
+        return None
+    detail = why.partition(" changed since plan: ")[2] or why
+    return "%s changed since it was read: %s" % (view["name"], detail)
 
 
 def _cordon_after(view, request, record):
@@ -114,8 +225,22 @@ def plan_node(view, request, record_fields):
     labels_after = dict(view["labels"], **labels_patch)
     labels_after = dict((k, v) for k, v in labels_after.items() if v is not None)
     after = {"taints": taints_after, "unschedulable": unschedulable, "labels": labels_after, "gate": record_after}
+    if "policy" in request:
+        after["policy"] = request["policy"]
     before = dict((key, view[key]) for key in after)
-    return {"before": before, "after": after, "patch": _patch(before, after, labels_patch, prefix)}
+    patch = _patch(before, after, labels_patch, prefix)
+    if "policy" in request and (after["policy"] != before["policy"] or view["policy_error"]
+                                or (after["policy"] is None and view["policy_stored"])):
+        text = policy_text(after["policy"]) if after["policy"] is not None else None
+        patch = patch or {}
+        patch.setdefault("metadata", {}).setdefault("annotations", {})[policy_key(prefix)] = text
+    return {"before": before, "after": after, "patch": patch, "gate_changed": gate_changed(before, after)}
+
+
+def gate_changed(before, after):
+    """Whether the node was gated or opened (its gate taints, cordon or
+    record changed), as opposed to only labels or the policy state."""
+    return any(before[key] != after[key] for key in ("taints", "unschedulable", "gate"))
 
 
 def _patch(before, after, labels_patch, prefix):

@@ -31,6 +31,16 @@ class K8sModule(AnsibleModule):
             self.fail_json(msg=missing_required_lib("kubernetes"))
         self.checked(lambda params: check_names(params, name_fields))
 
+    def _load_params(self):
+        super(K8sModule, self)._load_params()
+        # The options the task set, before defaults fill in the others: for
+        # an option whose null means something else than leaving it out.
+        self.given_options = frozenset(self.params)
+
+    def given(self, option):
+        """Whether the task set `option` at all, a null value included."""
+        return option in self.given_options
+
     def checked(self, check):
         """check(params), or the task fails naming the field before any API call."""
         try:

@@ -91,9 +91,9 @@ def _rounded(resource, value):
 
 def node_row(node, pods, prefix):
     """The overcommit row of one node: identity (system UUID, provider ID),
-    labels, taints and gate record under `prefix`, allocatable, and the sum
-    of requests and limits of its non-terminated pods with their ratios to
-    allocatable."""
+    labels, taints, and under `prefix` the gate record, the policy state and
+    the kill switch; allocatable, and the sum of requests and limits of its
+    non-terminated pods with their ratios to allocatable."""
     meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
     view = node_view(node, prefix)
     allocatable_given = status.get("allocatable") or {}
@@ -119,7 +119,7 @@ def node_row(node, pods, prefix):
             "limits_ratio": overcommit.ratio(limits[resource], allocatable.get(resource)),
             "pods_without_limit": without_limit[resource],
         }
-    return {
+    row = {
         "name": view["name"],
         "system_uuid": (status.get("nodeInfo") or {}).get("systemUUID") or None,
         "provider_id": spec.get("providerID") or None,
@@ -127,7 +127,12 @@ def node_row(node, pods, prefix):
         "taints": view["taints"],
         "unschedulable": view["unschedulable"],
         "gate": view["gate"],
+        "policy": view["policy"],
+        "paused": view["paused"],
         "pods": len(counted),
         "cpu": figures["cpu"],
         "memory": figures["memory"],
     }
+    if view["policy_error"]:
+        row["policy_error"] = view["policy_error"]
+    return row

@@ -27,7 +27,7 @@ import json
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError, check_cap_brakes
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata, quantity
 
 THROTTLED, RESTORED, RECONCILED = "throttled", "restored", "reconciled"
 STATES = (THROTTLED, RESTORED, RECONCILED)
@@ -41,7 +41,7 @@ LEAST_CPUS = 0.001
 QOS_RESOURCES = ("cpu", "memory")
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 REPORTING_CONTROLLER = "overcommit.control/kubevirt_vm_cpu_limit"
-NOTE_LIMIT = 1024
+NOTE_LIMIT = events.NOTE_LIMIT
 
 
 class LimitRefusal(Exception):
@@ -467,20 +467,15 @@ def after_view(before, view, pod, cpus, request, desire, applied, kept=None):
 
 def event(view, pod, event_type, reason, action, note, time, instance, suffix):
     """An events.k8s.io/v1 Event about the VMI (or, when none runs, the
-    VirtualMachine) and its launcher pod, named as client-go's recorder names
-    them (<object>.<unique hex suffix>)."""
-    body = {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": "%s.%s" % (view["vmi"], suffix), "namespace": view["namespace"]},
-        "eventTime": time, "reportingController": REPORTING_CONTROLLER, "reportingInstance": instance[:128],
-        "action": action, "reason": reason, "type": event_type, "note": note[:NOTE_LIMIT],
-        "regarding": {"apiVersion": "kubevirt.io/v1", "kind": view["kind"], "namespace": view["namespace"],
-                      "name": view["vmi"], "uid": view["uid"]},
-    }
+    VirtualMachine) and its launcher pod (events.event)."""
+    regarding = {"apiVersion": "kubevirt.io/v1", "kind": view["kind"], "namespace": view["namespace"],
+                 "name": view["vmi"], "uid": view["uid"]}
+    related = None
     if pod is not None:
-        body["related"] = {"apiVersion": "v1", "kind": "Pod", "namespace": view["namespace"],
-                           "name": pod["metadata"].get("name"), "uid": pod["metadata"].get("uid")}
-    return body
+        related = {"apiVersion": "v1", "kind": "Pod", "namespace": view["namespace"],
+                   "name": pod["metadata"].get("name"), "uid": pod["metadata"].get("uid")}
+    return events.event(regarding, event_type, reason, action, note, time, REPORTING_CONTROLLER, instance, suffix,
+                        related=related)
 
 
 def limit_text(limit, vcpus=None):
