@@ -145,7 +145,8 @@ options:
       - V(null) or an empty mapping removes the annotation. When the option is not given the annotation is left
         as it is.
       - The same state is written on every node of the task. Writing the state a node already has changes nothing.
-    type: dict
+      - Anything but a mapping or V(null) fails the task, naming the option, before anything is read or changed.
+    type: raw
     version_added: 0.2.0
   expected:
     description:
@@ -226,8 +227,9 @@ nodes:
       type: int
     conflict:
       description:
-        - Present and true when the node was left alone because it is no longer as O(expected) says; C(msg)
-          then says what changed (C(<name> changed since it was read: taints was [...], is [...] now)).
+        - "Present and true when the node was left alone because it is no longer as O(expected) says; C(msg)
+          then says what changed, for example C(worker-07 changed since it was read: taints was [], is
+          ['example.com/x:NoSchedule'] now)."
       type: bool
       version_added: 0.2.0
     event:
@@ -291,7 +293,7 @@ def main():
             max_gated_share=dict(type="float", default=0.5),
             fleet_label_selector=dict(type="str"),
             force=dict(type="bool", default=False),
-            policy_state=dict(type="dict"),
+            policy_state=dict(type="raw"),
             expected=dict(type="dict"),
         ),
         required_one_of=[("names", "label_selector")],

@@ -86,8 +86,8 @@ def check_expected(value, field="expected"):
         where = "%s.%s" % (field, name)
         if not isinstance(seen, dict):
             raise ValueRangeError(where, seen, "a mapping with %s" % ", ".join(EXPECTED_KEYS))
-        for key in sorted(set(EXPECTED_KEYS) - set(seen)):
-            raise ValueRangeError("%s.%s" % (where, key), None, "present: the node as it was seen has %s"
+        for key in [k for k in EXPECTED_KEYS if k not in seen]:
+            raise ValueRangeError("%s.%s" % (where, key), None, "a value: each entry has %s, as the plan saw the node"
                                   % ", ".join(EXPECTED_KEYS))
         for key in sorted(set(seen) - set(EXPECTED_KEYS)):
             raise ValueRangeError("%s.%s" % (where, key), seen[key], "only %s" % ", ".join(EXPECTED_KEYS))
