@@ -30,7 +30,7 @@ description:
   - A cap that caps nothing, at or above the domain's vCPU count (or, per vCPU, at or above one CPU), is refused
     for that domain before anything is written to it.
   - With O(expected), a domain is changed only when it still is as the caller saw it when it decided (a closed loop
-    cycle, or two runners at once): see O(expected) and O(lock_dir).
+    cycle, or two runners at once); see O(expected) and O(lock_dir).
   - Every value is checked against libvirt's ranges before anything changes. One domain failing
     (unknown, shut off with O(apply=live), a host without a cgroup CPU controller) neither hides nor stops
     the others; the task then fails and lists each failure.
@@ -143,9 +143,9 @@ options:
         C(time) of the domain's throttle record, null when it has none); a key left out counts as null.
       - Right before writing a domain named here, and under that domain's lock (O(lock_dir)), its current cap and
         record time are compared with these (caps to the millicpu). When they differ the domain is left alone and
-        its result has C(changed=false), C(conflict=true) and C(msg) saying what changed, for example
-        C(web-17 changed since it was read: cap_cpus was unlimited, is 0.25 CPU now); the summary lists it under
-        C(conflict). This is not a failure, and the other domains are still handled.
+        its result has C(changed=false), C(conflict=true) and C(msg) saying what changed (for example that
+        web-17 changed since it was read, its cap_cpus was unlimited and is 0.25 CPU now); the summary lists it
+        under C(conflict). This is not a failure, and the other domains are still handled.
       - So two runs started together on one host with the same O(expected) change a domain once; the second
         sees the first's record and reports a conflict.
       - Domains not named here are written without a check or a lock. With O(domains) only, every name here must
