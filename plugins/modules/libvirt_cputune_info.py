@@ -107,8 +107,13 @@ domains:
         - The control policy's state kept on the domain by M(overcommit.control.libvirt_policy_state) (the mapping
           as it was stored), or null when none is kept.
         - Read from the running definition when the domain runs, else from its persistent one.
-        - A stored state that cannot be read makes this domain fail, with C(msg) saying so.
+        - Null too when the stored state cannot be read; C(policy_error) then says why.
       type: dict
+      version_added: 0.2.0
+    policy_error:
+      description: Why the stored policy state could not be read (not JSON, or not a mapping).
+      returned: when the domain has a policy element whose state cannot be read
+      type: str
       version_added: 0.2.0
     paused:
       description: Whether the kill switch is set on the domain (O(overcommit.control.libvirt_policy_state#module:paused)).

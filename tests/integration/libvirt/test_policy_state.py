@@ -262,3 +262,16 @@ def test_two_runs_started_together_with_the_same_expected_throttle_the_domain_on
     for xml in xmls(idle4).values():
         assert xml.count("xmlns/throttle/1") == 1
     assert idle4.schedulerParametersFlags(LIVE)["global_quota"] == int(winner * 100000)
+
+
+def test_an_unreadable_stored_state_is_reported_and_can_be_replaced(lab_domains):
+    idle1 = lab_domains["oc-lab-idle-1"]
+    idle1.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, "<policy><state>{not json</state></policy>", "ocpolicy",
+                      NS, LIVE | CONFIG)
+    seen = info("oc-lab-idle-1")
+    assert seen["policy"] is None and "not JSON" in seen["policy_error"] and seen["paused"] is False
+    refused = policy_state({"domains": ["oc-lab-idle-1"], "paused": True})
+    assert refused["failed"] and "not JSON" in refused["msg"] and "null to remove it" in refused["msg"], refused
+    no_traceback(refused)
+    replaced = policy_state({"states": {"oc-lab-idle-1": STATE}})
+    assert replaced["changed"] and info("oc-lab-idle-1")["policy"] == STATE
