@@ -30,12 +30,12 @@ def _carried(before, after, acted):
         after = {}
     if not acted:
         return after
+    # What the action would have changed (a restore clears the calm it was
+    # decided on) stays as before: the next round must see the same reason.
     state = dict(before)
     for key in MEASURED_KEYS:
         if key in after:
             state[key] = after[key]
-        else:
-            state.pop(key, None)
     return state
 
 
