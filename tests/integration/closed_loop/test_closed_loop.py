@@ -17,6 +17,7 @@ free enough for two victims on two cores) as an operator may set them."""
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -111,47 +112,63 @@ def run_rulebook(name, tmp_path, lab, variables):
     command = [os.path.join(BIN, "ansible-rulebook"), "-i", INVENTORY, "-r", "overcommit.control." + name,
                "-e", str(tmp_path / "vars.yml")]
     with open(log, "w") as out:
-        process = subprocess.Popen(command, env=environment(lab), stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, env=environment(lab), stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
     return process, log
 
 
 def stop(process):
-    process.terminate()
+    """The rulebook and the cycle it may be running, all of its processes."""
     try:
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    time.sleep(2)
 
 
 def test_the_polling_rulebook_contains_a_noisy_neighbour_then_lets_go_in_steps_and_restores_exactly(
         tmp_path, lab, libvirt_conn, guests):
     culprit = guests[CULPRIT]
     config_before = culprit.schedulerParametersFlags(CONFIG)
+    # The victims' own steal beside the spinning culprit, before any loop runs.
+    culprit.create()
+    time.sleep(2)
+    contended = dict((name, steal_ratio(libvirt_conn, guests[name])) for name in VICTIMS)
+    culprit.destroy()
+    assert all(ratio >= TARGET for ratio in contended.values()), contended
     cycle_dir = tmp_path / "cycles"
     cycle_dir.mkdir()
-    process, log = run_rulebook("closed_loop_polling", tmp_path, lab, {
-        "cycle_host": HOST, "pressure_interval": 2, "samples": 2, "interval": 2, "policy": POLICY,
-        "cycle_dir": str(cycle_dir)})
+    variables = {"cycle_host": HOST, "pressure_interval": 2, "samples": 2, "interval": 2, "policy": POLICY,
+                 "cycle_dir": str(cycle_dir)}
+    process, log = run_rulebook("closed_loop_polling", tmp_path, lab, variables)
     try:
         wait_for("a first cycle", lambda: cycles(cycle_dir), 120, log)
         culprit.create()
         started = time.time()
         live_before = culprit.schedulerParametersFlags(LIVE)
         # Within two cycles that began after the culprit started: it is throttled, alone.
-        throttled = wait_for("the culprit throttled", lambda: record_of(CULPRIT).get("throttle"), 150, log)
-        after_start = [c for c in cycles(cycle_dir) if c["actions"] and c["time"] >= time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(started - 1))]
-        all_after = [c for c in cycles(cycle_dir)
-                     if c["time"] >= time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started - 1))]
-        assert len(all_after) <= 2, [(c["time"], c["lines"]) for c in all_after]
-        acted = [a for c in after_start for a in c["actions"] if a.get("vm")]
+        key = "%s/%s" % (HOST, CULPRIT)
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started - 1))
+        throttling = wait_for("a cycle that throttled the culprit", lambda: [
+            c for c in cycles(cycle_dir) if key in c["outcome"]["applied"]], 180, log)[0]
+        upto = [c for c in cycles(cycle_dir) if since <= c["time"] <= throttling["time"]]
+        assert len(upto) <= 2, [(c["time"], c["lines"]) for c in upto]
+        acted = [a for c in cycles(cycle_dir) if c["time"] >= since for a in c["actions"] if a.get("vm")]
         assert set(a["vm"] for a in acted) == {CULPRIT}, acted
-        assert throttled["reason"].startswith("contain:"), throttled
+        assert record_of(CULPRIT)["throttle"]["reason"].startswith("contain:")
         for name in VICTIMS:
             assert record_of(name).get("throttle") is None
-        # The victims' steal is under the target now, measured from domain stats.
+        # The victims' steal is under the target now, measured from domain stats with the
+        # rulebook stopped: in the lab the loop's own ansible-playbook runs on the hypervisor's
+        # two cores (in production it runs elsewhere) and would be counted as contention.
+        stop(process)
         ratios = dict((name, steal_ratio(libvirt_conn, guests[name])) for name in VICTIMS)
-        assert all(ratio < TARGET for ratio in ratios.values()), ratios
+        assert all(ratio < TARGET for ratio in ratios.values()), (contended, ratios)
+        process, log = run_rulebook("closed_loop_polling", tmp_path, lab, variables)
 
         # The culprit stops wanting CPU: its cap goes up in steps, then is restored exactly.
         culprit.suspend()
