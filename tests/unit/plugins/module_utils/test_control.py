@@ -272,3 +272,37 @@ def test_bad_input_is_refused_naming_the_field(args, kwargs, field):
         recommend.recommend(*args, **kwargs)
     assert error.value.field == field
     assert str(error.value).startswith(field + "=")
+
+
+# ---------------------------------------------------------------- recommend: state across rounds and runs
+
+def calm_capped_domains(policy_state):
+    """A 2-CPU host where the policy's own cap on an idle 1-vCPU VM is all
+    that is left of an earlier containment."""
+    def domains():
+        record = {"time": "2023-11-14T22:00:00Z", "plan": "plan-earlier", "cpus": 0.95}
+        return [domain("noisy", 0.0, 0.0, vcpus=1, cap=0.95, record=record, policy=policy_state),
+                domain("other", 0.2, 0.0)]
+    return domains
+
+
+def test_a_restore_proposed_in_an_early_round_is_proposed_again_in_the_last():
+    """A round's proposed restore clears the calm it was decided on in its
+    own state; the next round must still see that calm, or a cycle of
+    several rounds never restores."""
+    stored = {"cap": 0.95, "rule": "contain", "capped_at": NOW - 600, "changed_at": NOW - 300,
+              "direction": "loosen", "calm_since": NOW - 120}
+    params = {"relax_calm_seconds": 5, "cooldown_seconds": 5, "relax_step_share": 0.3, "pressure_relax": 100.0}
+    result = recommend.replay({"hv-1": measured(domains=calm_capped_domains(stored), node=None)}, None, TIMES, params)
+    assert [[a["action"] for a in r["actions"]] for r in result["history"]] == [["restore"]] * 3
+    assert result["last"]["state"]["vms"]["hv-1/noisy"] == {"restored_at": NOW}
+
+
+def test_the_plans_state_is_what_each_object_ends_the_run_with():
+    """A victim whose trigger history grew in the early rounds is stored
+    even when the last round changed nothing of it."""
+    result = recommend.replay({"hv-1": measured(node=None)}, None, TIMES)
+    states = result["last"]["state"]["vms"]
+    assert states["hv-1/victim-1"]["hist"] == "111" and states["hv-1/victim-2"]["hist"] == "111"
+    assert states["hv-1/noisy"]["cap"] == 0.25 and states["hv-1/noisy"]["rule"] == "contain"
+    assert "hv-1/db" not in states
