@@ -59,6 +59,20 @@ options:
       - Can also be set with the E(K8S_AUTH_KEY_FILE) environment variable.
     type: path
     aliases: [key_file]
+  retry_seconds:
+    description:
+      - How long, in seconds, a request is tried again after a transient fault of the API server or of the
+        connection to it (HTTP 429, 500, 502, 503, 504, a dropped, refused or timed out connection), with
+        jittered exponential back-off; a C(Retry-After) is honoured within that time.
+      - A write is sent again after a fault that may have followed its being applied only when it is safe;
+        every write of these modules is (a patch guarded by the object's C(resourceVersion), the creation of a
+        named Event, or a server-side dry run in check mode).
+      - When a request was tried again the result has C(retries) (C(attempts), C(waited_seconds) and the faults
+        met as C(errors)); a fault that outlasts this time fails the object or the task with a message naming
+        it and how long it was tried.
+      - V(0) tries every request once.
+    type: float
+    default: 30.0
 requirements:
   - kubernetes (the Python client) on the host that runs the module
 notes:

@@ -3,21 +3,33 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The only code that talks to the Kubernetes API: one connection built from
 the kubernetes.core-style options, plain JSON in and out, check mode as a
-server-side dry run, and the read-modify-write loop that retries on 409."""
+server-side dry run, the read-modify-write loop that retries on 409, and
+retries of transient faults (429, 5xx, dropped connections) with jittered
+back-off within a bounded total time, recorded in `retry_log`."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import json
+import random
+import ssl
+import time
 
 from ansible.module_utils.basic import env_fallback
+from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
+    RetryLog, Transient, jittered_backoff, retry_note)
 
 try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
 except ImportError:  # reported by the module through HAS_KUBERNETES
     k8s_client = None
+
+try:
+    from urllib3 import exceptions as urllib3_errors
+except ImportError:  # comes with kubernetes
+    urllib3_errors = None
 
 HAS_KUBERNETES = k8s_client is not None
 
@@ -29,6 +41,17 @@ METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 # As Kubernetes' own PatchNodeTaints (retry.DefaultBackoff: 4 steps), plus one.
 CONFLICT_ATTEMPTS = 5
 LIST_PAGE = 500
+# Transient faults: tries and back-off (full jitter up to min(RETRY_MAX_DELAY,
+# RETRY_DELAY * 2**n)); the total time is the retry_seconds option.
+RETRY_TRIES = 8
+RETRY_DELAY = 0.5
+RETRY_MAX_DELAY = 8.0
+RETRY_SECONDS = 30.0
+# Answered before the request was acted on: retried for any request.
+RETRY_ALWAYS = (429, 503)
+# May come after the request was acted on: retried only for requests that
+# are safe to send again (see K8sClient.resend_safe).
+RETRY_IF_SAFE = (500, 502, 504)
 
 
 def auth_argument_spec():
@@ -48,6 +71,7 @@ def auth_argument_spec():
         client_cert=dict(type="path", aliases=["cert_file"], fallback=env("K8S_AUTH_CERT_FILE", "K8S_AUTH_CLIENT_CERT")),
         client_key=dict(type="path", aliases=["key_file"], no_log=False,
                         fallback=env("K8S_AUTH_KEY_FILE", "K8S_AUTH_CLIENT_KEY")),
+        retry_seconds=dict(type="float", default=RETRY_SECONDS),
     )
 
 
@@ -64,6 +88,17 @@ class ConflictError(K8sClientError):
     """The object changed between our read and our write (HTTP 409)."""
 
 
+class TransientError(K8sClientError):
+    """A fault that may pass if the request is sent again: `transient` says
+    which (a retry.Transient); `sent` whether the server may have acted on
+    the request already."""
+
+    def __init__(self, message, transient, sent, status=None):
+        super(TransientError, self).__init__(message, status=status)
+        self.transient = transient
+        self.sent = sent
+
+
 def _server_message(status, body):
     try:
         return json.loads(body).get("message") or body
@@ -73,6 +108,8 @@ def _server_message(status, body):
 
 def _error(method, path, status, body):
     message = "%s %s: %s" % (method, path, _server_message(status, body))
+    if status in RETRY_ALWAYS + RETRY_IF_SAFE:
+        message = "%s %s: HTTP %d: %s" % (method, path, status, _server_message(status, body))
     if status == 403:
         message += (" (the identity lacks a permission: bind it to the overcommit-control ClusterRole "
                     "shipped in docs/rbac/)")
@@ -110,6 +147,9 @@ def build_configuration(params):
         configuration.host = host.rstrip("/")
     if api_key:
         configuration.api_key = {"authorization": "Bearer " + api_key}
+    # One layer of retries, the client's own (with back-off, bounded in time
+    # and reported), instead of urllib3's silent immediate ones.
+    configuration.retries = False
     if params.get("validate_certs") is not None:
         configuration.verify_ssl = params["validate_certs"]
     for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
@@ -118,17 +158,149 @@ def build_configuration(params):
     return configuration
 
 
+def _retry_after(response):
+    """Seconds of a Retry-After header in seconds (the form the API server
+    sends), or None."""
+    try:
+        value = response.getheader("Retry-After")
+        return max(0.0, float(value)) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def transport_fault(exc):
+    """(label, sent) of a transport error worth retrying, or None: a dropped
+    or reset connection, a refused connection or a timeout. `sent`: whether
+    the request may have reached the server. Certificate errors, unknown
+    host names and the like are not retried."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return None
+        if urllib3_errors is not None:
+            if isinstance(exc, urllib3_errors.NameResolutionError):
+                return None
+            if isinstance(exc, urllib3_errors.NewConnectionError):
+                return "connection refused", False
+            if isinstance(exc, urllib3_errors.ConnectTimeoutError):
+                return "connection timed out", False
+            if isinstance(exc, urllib3_errors.ReadTimeoutError):
+                return "read timed out", True
+            if isinstance(exc, urllib3_errors.ProtocolError):
+                return "connection dropped", True
+            if isinstance(exc, urllib3_errors.MaxRetryError):
+                exc = exc.reason
+                continue
+        if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+            return "connection dropped", True
+        if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+            return "connection dropped", True
+        if isinstance(exc, ConnectionRefusedError):
+            return "connection refused", False
+        # The kubernetes client turns urllib3's SSLError into an ApiException,
+        # and urllib3 wraps the socket's errors: the cause is further down.
+        reason = getattr(exc, "reason", None)
+        exc = exc.__cause__ or exc.__context__ or (reason if isinstance(reason, BaseException) else None)
+    return None
+
+
+def _applied(obj, patch):
+    """Whether a merge patch's values are all in obj already (nulls: absent)."""
+    if not isinstance(obj, dict):
+        return False
+    for key, value in patch.items():
+        if value is None:
+            if obj.get(key) is not None:
+                return False
+        elif isinstance(value, dict):
+            if not _applied(obj.get(key) or {}, value):
+                return False
+        elif obj.get(key) != value:
+            return False
+    return True
+
+
 class K8sClient(object):
     """Plain-JSON access to any API path. With dry_run every write carries
     dryRun=All, so check mode is validated by the server (schema, admission,
-    RBAC) and nothing is stored."""
+    RBAC) and nothing is stored.
 
-    def __init__(self, params, dry_run=False):
+    Every request is sent again after a transient fault (HTTP 429 and 503
+    always; 500, 502, 504 and dropped connections when resend_safe says so),
+    with jittered back-off, for at most params["retry_seconds"] in all
+    (429's Retry-After is honoured within that time). retry_log holds what
+    was retried, for the module's result; a fault that outlasts the time
+    fails with a message naming it and how long it was retried."""
+
+    retry_log = None
+    # Whether the last request met a fault after which it may have been
+    # applied by the server, then was sent again.
+    resent_after_unsure = False
+
+    def __init__(self, params, dry_run=False, sleep=time.sleep, clock=time.monotonic, rand=random.random):
         self.api = k8s_client.ApiClient(build_configuration(params))
         self.dry_run = dry_run
+        self.retry_log = RetryLog()
+        seconds = params.get("retry_seconds")
+        seconds = RETRY_SECONDS if seconds is None else max(0.0, seconds)
+        self._send = jittered_backoff(
+            retries=RETRY_TRIES if seconds else 0, delay=RETRY_DELAY, max_delay=RETRY_MAX_DELAY,
+            total_seconds=seconds, is_transient=self._transient, log=self.retry_log,
+            sleep=sleep, clock=clock, random=rand)(self._send_once)
 
     def close(self):
         self.api.close()
+
+    def _transient(self, exc):
+        if isinstance(exc, TransientError):
+            if exc.sent:
+                self.resent_after_unsure = True
+            return exc.transient
+        return None
+
+    def resend_safe(self, method, body):
+        """Whether a request may be sent again when the server may already
+        have acted on it (a 500, 502 or 504 answer, a dropped connection):
+        - reads, and every write of check mode (a server-side dry run);
+        - a PATCH carrying the resourceVersion it was planned from: a second
+          copy of an applied one is refused as a conflict, never applied
+          twice (read_modify_write then tells it from a real conflict);
+        - a POST creating an object by name (the Events of node_admission and
+          kubevirt_vm_cpu_limit): a second copy of a created one is refused
+          as AlreadyExists, so there are never two (create() then reads it);
+          a POST with generateName could make two, and is not sent again.
+        Other writes are sent again only after faults that come before the
+        server acts on a request: 429, 503 and connections never made."""
+        if method in ("GET", "HEAD") or self.dry_run:
+            return True
+        metadata = body.get("metadata") if isinstance(body, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if method in ("PATCH", "PUT"):
+            return bool(metadata.get("resourceVersion"))
+        if method == "POST":
+            return bool(metadata.get("name"))
+        return False
+
+    def _send_once(self, method, path, serialized, resend_safe):
+        try:
+            response = self.api.call_api(*serialized)
+            response.read()
+        except Exception as exc:  # urllib3 and ssl raise many unrelated types on transport errors
+            message = "%s %s: cannot reach the API server at %s: %s" % (method, path, self.api.configuration.host, exc)
+            fault = transport_fault(exc)
+            if fault is None or (fault[1] and not resend_safe):
+                raise K8sClientError(message)
+            raise TransientError(message, Transient(fault[0]), sent=fault[1])
+        if not 200 <= response.status <= 299:
+            error = _error(method, path, response.status, response.data.decode("utf-8", "replace"))
+            if response.status in RETRY_ALWAYS or (response.status in RETRY_IF_SAFE and resend_safe):
+                retry_after = _retry_after(response) if response.status == 429 else None
+                raise TransientError(str(error), Transient("HTTP %d" % response.status, retry_after),
+                                     sent=response.status != 429 and response.status != 503,
+                                     status=response.status)
+            raise error
+        return response
 
     def request(self, method, path, query=None, body=None, content_type=None, parse=True, accept="application/json"):
         headers = {"Accept": accept}
@@ -139,14 +311,12 @@ class K8sClient(object):
             query.append(("dryRun", "All"))
         serialized = self.api.param_serialize(method, path, query_params=query or None, header_params=headers,
                                               body=body, auth_settings=["BearerToken"])
+        self.resent_after_unsure = False
         try:
-            response = self.api.call_api(*serialized)
-            response.read()
-        except Exception as exc:  # urllib3 and ssl raise many unrelated types on transport errors
-            raise K8sClientError("%s %s: cannot reach the API server at %s: %s"
-                                 % (method, path, self.api.configuration.host, exc))
-        if not 200 <= response.status <= 299:
-            raise _error(method, path, response.status, response.data.decode("utf-8", "replace"))
+            response = self._send(method, path, serialized, self.resend_safe(method, body))
+        except TransientError as exc:
+            # Out of tries or time: an error like any other, saying how long it was retried.
+            raise K8sClientError(str(exc) + retry_note(exc), status=exc.status)
         return json.loads(response.data) if parse else None
 
     def get(self, path):
@@ -173,7 +343,16 @@ class K8sClient(object):
         return self.request("PATCH", path, body=body, content_type=MERGE_PATCH)
 
     def create(self, path, body):
-        return self.request("POST", path, body=body, content_type="application/json")
+        """POST of a new object. Sent again after a dropped connection only
+        when named (see resend_safe); AlreadyExists then means the lost try
+        created it, and the object is read back."""
+        try:
+            return self.request("POST", path, body=body, content_type="application/json")
+        except ConflictError:
+            name = ((body or {}).get("metadata") or {}).get("name")
+            if not (self.resent_after_unsure and name):
+                raise
+            return self.get("%s/%s" % (path.rstrip("/"), name))
 
     def read_modify_write(self, path, plan_patch, current=None, attempts=CONFLICT_ATTEMPTS, write_path=None,
                           content_type=MERGE_PATCH, written=False):
@@ -201,8 +380,19 @@ class K8sClient(object):
                 after = self.request("PATCH", write_path or path, body=patch, content_type=content_type, parse=written)
                 return after if written else current, patch, conflicts
             except ConflictError:
+                fresh = None
+                if self.resent_after_unsure:
+                    # The connection dropped (or a 5xx came back) after the
+                    # patch was sent, and the copy sent again was refused:
+                    # the lost one may have been applied. If the object holds
+                    # what the patch wrote, it was; else it is a conflict.
+                    fresh = self.get(path)
+                    unguarded = dict(patch, metadata=dict((k, v) for k, v in patch["metadata"].items()
+                                                          if k != "resourceVersion"))
+                    if content_type == MERGE_PATCH and _applied(fresh, unguarded):
+                        return fresh if written else current, patch, conflicts
                 conflicts += 1
                 if conflicts >= attempts:
                     raise K8sClientError("PATCH %s: the object changed %d times while it was being written; "
                                          "giving up" % (write_path or path, conflicts), status=409)
-                current = None
+                current = fresh

@@ -68,3 +68,198 @@ def test_forbidden_points_at_the_shipped_role_and_conflicts_have_their_own_type(
     assert str(forbidden).startswith('PATCH /api/v1/nodes/n: nodes "n" is forbidden')
     assert "overcommit-control ClusterRole" in str(forbidden)
     assert isinstance(k8s._error("PATCH", "/x", 409, "{}"), k8s.ConflictError)
+
+
+# --- transient faults --------------------------------------------------------
+# The fault-injecting proxy of tests/integration/k8s/test_transient_faults.py
+# covers dropped connections, 429 and 500 on the lab; here a fake transport
+# answers in place of the server, with time injected.
+
+import http.client  # noqa: E402
+import json  # noqa: E402
+
+import urllib3  # noqa: E402
+
+
+class Answer(object):
+    def __init__(self, status, body=None, retry_after=None):
+        self.status = status
+        self.data = json.dumps(body if body is not None else {"message": "HTTP %d" % status}).encode()
+        self.headers = {"Retry-After": retry_after} if retry_after is not None else {}
+
+    def read(self):
+        return self.data
+
+    def getheader(self, name, default=None):
+        return self.headers.get(name, default)
+
+
+def dropped():
+    return urllib3.exceptions.ProtocolError(
+        "Connection aborted.", http.client.RemoteDisconnected("Remote end closed connection without response"))
+
+
+class FakeApi(object):
+    """Answers each call with the next scripted answer (an Answer, or an exception to raise)."""
+
+    class configuration(object):
+        host = "https://api.example:6443"
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.sent = []
+
+    def param_serialize(self, method, path, query_params=None, header_params=None, body=None, auth_settings=None):
+        return (method, path, query_params, body)
+
+    def call_api(self, method, path, query_params, body):
+        self.sent.append((method, path, body))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def close(self):
+        pass
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def __call__(self):
+        return self.now
+
+
+def faked(answers, retry_seconds=30.0, dry_run=False):
+    clock = Clock()
+    client = k8s.K8sClient({"host": "https://api.example:6443", "api_key": "t", "retry_seconds": retry_seconds},
+                           dry_run=dry_run, sleep=clock.sleep, clock=clock, rand=lambda: 0.5)
+    client.api = FakeApi(answers)
+    return client, clock
+
+
+NODE = {"metadata": {"name": "n", "resourceVersion": "7"}, "spec": {}}
+
+
+def test_429_then_500_then_a_dropped_connection_are_retried_and_logged():
+    client, clock = faked([Answer(429, retry_after="2"), Answer(500), dropped(), Answer(200, NODE)])
+    assert client.get("/api/v1/nodes/n") == NODE
+    assert len(client.api.sent) == 4
+    # Retry-After (2 s) above the jittered 0.25 s; then half of 1 s and of 2 s.
+    assert clock.sleeps == [2.0, 0.5, 1.0]
+    assert client.retry_log.report() == {"attempts": 3, "waited_seconds": 3.5,
+                                         "errors": ["HTTP 429", "HTTP 500", "connection dropped"]}
+
+
+def test_no_retry_no_report():
+    client, _clock = faked([Answer(200, NODE)])
+    client.get("/api/v1/nodes/n")
+    assert client.retry_log.report() is None
+
+
+def test_other_client_errors_and_conflicts_are_not_retried():
+    for status, error in ((404, k8s.K8sClientError), (403, k8s.K8sClientError), (409, k8s.ConflictError),
+                          (422, k8s.K8sClientError)):
+        client, clock = faked([Answer(status), Answer(200, NODE)])
+        with pytest.raises(error) as raised:
+            client.request("PATCH", "/api/v1/nodes/n", body={"metadata": {"resourceVersion": "7"}})
+        assert raised.value.status == status and len(client.api.sent) == 1 and clock.sleeps == []
+
+
+def test_a_certificate_error_is_not_retried():
+    import ssl
+    failure = urllib3.exceptions.SSLError(ssl.SSLCertVerificationError("certificate verify failed"))
+    client, clock = faked([failure])
+    with pytest.raises(k8s.K8sClientError, match="cannot reach the API server"):
+        client.get("/api/v1/nodes/n")
+    assert clock.sleeps == [] and client.retry_log.report() is None
+
+
+def test_a_fault_outlasting_the_time_fails_naming_it_and_how_long_it_was_tried():
+    client, clock = faked([Answer(503)] * 50, retry_seconds=5.0)
+    with pytest.raises(k8s.K8sClientError) as raised:
+        client.get("/api/v1/nodes")
+    message = str(raised.value)
+    assert message.startswith("GET /api/v1/nodes: HTTP 503: ")
+    assert "tried %d times over" % len(client.api.sent) in message
+    assert raised.value.status == 503 and clock.now <= 5.0
+    assert "Traceback" not in message
+
+
+def test_retry_seconds_zero_tries_once():
+    client, clock = faked([dropped(), Answer(200, NODE)], retry_seconds=0)
+    with pytest.raises(k8s.K8sClientError, match="cannot reach the API server"):
+        client.get("/api/v1/nodes/n")
+    assert len(client.api.sent) == 1 and clock.sleeps == []
+
+
+def test_unguarded_writes_are_resent_only_after_faults_that_precede_their_being_applied():
+    unguarded = {"metadata": {"labels": {"a": "b"}}}
+    for answer in (dropped(), Answer(500), Answer(502), Answer(504)):
+        client, _clock = faked([answer, Answer(200, NODE)])
+        with pytest.raises(k8s.K8sClientError):
+            client.request("PATCH", "/api/v1/nodes/n", body=unguarded, content_type=k8s.MERGE_PATCH)
+        assert len(client.api.sent) == 1
+    refused = urllib3.exceptions.NewConnectionError(None, "Connection refused")
+    for answer in (Answer(429), Answer(503), refused):
+        client, _clock = faked([answer, Answer(200, NODE)])
+        client.request("PATCH", "/api/v1/nodes/n", body=unguarded, content_type=k8s.MERGE_PATCH)
+        assert len(client.api.sent) == 2
+
+
+def test_a_dry_run_write_is_always_safe_to_resend():
+    client, _clock = faked([dropped(), Answer(200, NODE)], dry_run=True)
+    client.request("POST", "/api/v1/namespaces/default/configmaps", body={"metadata": {"generateName": "x-"}})
+    assert len(client.api.sent) == 2
+
+
+def test_a_named_create_lost_on_a_dropped_connection_is_read_back_not_made_twice():
+    event = {"metadata": {"name": "n.17", "namespace": "default"}, "note": "gated"}
+    path = "/apis/events.k8s.io/v1/namespaces/default/events"
+    client, _clock = faked([dropped(), Answer(409, {"message": "already exists", "reason": "AlreadyExists"}),
+                            Answer(200, event)])
+    assert client.create(path, event) == event
+    assert [(method, sent_path) for method, sent_path, _body in client.api.sent] == [
+        ("POST", path), ("POST", path), ("GET", path + "/n.17")]
+    # Without a lost try, AlreadyExists is the server's answer to report.
+    client, _clock = faked([Answer(409, {"message": "already exists"})])
+    with pytest.raises(k8s.ConflictError):
+        client.create(path, event)
+    # With generateName a second copy would be a second object: not resent after a drop.
+    client, _clock = faked([dropped(), Answer(201, event)])
+    with pytest.raises(k8s.K8sClientError, match="cannot reach"):
+        client.create(path, {"metadata": {"generateName": "n."}})
+    assert len(client.api.sent) == 1
+
+
+def test_a_guarded_patch_lost_on_a_dropped_connection_counts_as_written_when_the_object_holds_it():
+    gated = {"metadata": {"name": "n", "resourceVersion": "8", "annotations": {"g": "on"}}, "spec": {}}
+    client, _clock = faked([dropped(), Answer(409, {"message": "conflict"}), Answer(200, gated)])
+    current, patch, conflicts = client.read_modify_write(
+        "/api/v1/nodes/n", lambda obj: {"metadata": {"annotations": {"g": "on"}}}, current=NODE)
+    assert patch == {"metadata": {"annotations": {"g": "on"}, "resourceVersion": "7"}}
+    assert conflicts == 0 and current is NODE
+    assert [method for method, _path, _body in client.api.sent] == ["PATCH", "PATCH", "GET"]
+    assert client.retry_log.report()["errors"] == ["connection dropped"]
+
+
+def test_a_guarded_patch_lost_on_a_dropped_connection_then_refused_is_a_conflict_when_another_wrote():
+    other = {"metadata": {"name": "n", "resourceVersion": "8", "annotations": {"g": "off"}}, "spec": {}}
+    done = {"metadata": {"name": "n", "resourceVersion": "9", "annotations": {"g": "on"}}, "spec": {}}
+    planned_from = []
+
+    def plan(obj):
+        planned_from.append(obj["metadata"]["resourceVersion"])
+        return {"metadata": {"annotations": {"g": "on"}}}
+
+    client, _clock = faked([dropped(), Answer(409, {"message": "conflict"}), Answer(200, other), Answer(200, done)])
+    _current, patch, conflicts = client.read_modify_write("/api/v1/nodes/n", plan, current=NODE)
+    # Read once after the refusal, planned again from it (no second GET), written with its version.
+    assert planned_from == ["7", "8"] and conflicts == 1 and patch["metadata"]["resourceVersion"] == "8"
+    assert [method for method, _path, _body in client.api.sent] == ["PATCH", "PATCH", "GET", "PATCH"]
