@@ -33,12 +33,14 @@ class RetryLog(object):
     """What the retries of one client did, over all its calls: attempts
     (calls made again after a transient fault), the seconds waited between
     them, and the transient faults met (the last ERRORS_KEPT, without
-    repeats in a row). Also the state of the last call that gave up."""
+    repeats in a row). gave_up: (fault, tries, seconds) of the last call
+    that ran out of tries or time."""
 
     def __init__(self):
         self.attempts = 0
         self.waited = 0.0
         self.errors = []
+        self.gave_up = None
 
     def record(self, label, waited):
         self.attempts += 1
@@ -76,11 +78,14 @@ def _mark(exc, tries, elapsed, label):
         pass
 
 
-def retry_note(exc):
-    """", tried N times over S s" for a fault that was retried until the
-    tries or the time ran out, else ""."""
-    tries = getattr(exc, "retry_tries", 1)
-    return "" if tries <= 1 else "; %s" % given_up_message(tries, getattr(exc, "retry_seconds", 0.0))
+def retry_note(exc, log=None):
+    """"; tried N times over S s" for a fault that was retried until the
+    tries or the time ran out, else "". Faults that take no new attributes
+    (pyVmomi's) are found in the log of the retries."""
+    tries, seconds = getattr(exc, "retry_tries", 1), getattr(exc, "retry_seconds", 0.0)
+    if log is not None and log.gave_up is not None and log.gave_up[0] is exc:
+        tries, seconds = log.gave_up[1:]
+    return "" if tries <= 1 else "; %s" % given_up_message(tries, seconds)
 
 
 def jittered_backoff(retries=6, delay=0.5, max_delay=10.0, total_seconds=30.0, is_transient=None, log=None,
@@ -115,6 +120,8 @@ def jittered_backoff(retries=6, delay=0.5, max_delay=10.0, total_seconds=30.0, i
                         pause = max(pause, transient.retry_after)
                     if tries > retries or elapsed + pause > total_seconds:
                         _mark(exc, tries, elapsed, transient.label)
+                        if log is not None:
+                            log.gave_up = (exc, tries, elapsed)
                         raise
                     sleep(pause)
                     if log is not None:

@@ -4,15 +4,24 @@
 """The only code that talks to vSphere: one login, bulk property-collector
 reads, reconfigure tasks waited for together, performance queries. Returns
 plain data (managed objects are named by their id); vSphere faults become
-VsphereClientError with the server's message."""
+VsphereClientError with the server's message. Transient faults (a dropped
+or refused connection, vCenter's SystemError, HostCommunication, Timedout)
+are retried with jittered back-off within a bounded time, on the login and
+on reads; a reconfigure only when vCenter refused to start its task; what
+was retried is kept in `retry_log`."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import random
+import socket
 import ssl
+import time
 
 from ansible.module_utils.basic import env_fallback
+from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
+    Transient, RetryLog, jittered_backoff, retry_note)
 
 try:
     from pyVim.connect import Disconnect, SmartConnect
@@ -20,6 +29,11 @@ try:
     from pyVmomi.VmomiSupport import DataObject, ManagedObject
 except ImportError:  # reported by the modules through HAS_PYVMOMI
     vim = vmodl = DataObject = ManagedObject = None
+
+try:
+    from http.client import HTTPException
+except ImportError:  # Python 2 has no http.client; the collection needs Python 3
+    HTTPException = IOError
 
 HAS_PYVMOMI = vim is not None
 
@@ -34,6 +48,62 @@ VM_PROPERTIES = (
 HOST_PROPERTIES = ("name", "parent", "summary.hardware", "runtime.connectionState", "runtime.inMaintenanceMode")
 CONTAINER_PROPERTIES = ("name", "parent")
 TASK_WAIT_SECONDS = 600
+# Transient faults: tries, back-off (full jitter up to min(RETRY_MAX_DELAY,
+# RETRY_DELAY * 2**n)) and the total time a call is retried.
+RETRY_TRIES = 6
+RETRY_DELAY = 0.5
+RETRY_MAX_DELAY = 8.0
+RETRY_SECONDS = 30.0
+
+
+def _server_fault(exc):
+    """The label of a fault vCenter answered with that may pass, or None."""
+    if vmodl is None or not isinstance(exc, vmodl.MethodFault):
+        return None
+    if isinstance(exc, (vmodl.fault.SystemError, vmodl.fault.HostCommunication, vim.fault.Timedout)):
+        return fault_message(exc)[1]
+    return None
+
+
+def transport_fault(exc):
+    """The label of a connection fault that may pass (dropped, reset,
+    refused, timed out, an HTTP error status from a proxy), or None:
+    certificate errors and unknown host names are not retried."""
+    if isinstance(exc, (ssl.SSLCertVerificationError, socket.gaierror)):
+        return None
+    if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError, HTTPException)):
+        return "connection refused" if isinstance(exc, ConnectionRefusedError) else "connection dropped"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timed out"
+    return None
+
+
+def transient_fault(exc):
+    """Whether a read (or the login) may be tried again after `exc`: a
+    transport fault or a transient fault of vCenter."""
+    label = transport_fault(exc) or _server_fault(exc)
+    return Transient(label) if label else None
+
+
+def unstarted_fault(exc):
+    """Whether a call that starts a task may be sent again after `exc`: only
+    when vCenter answered with a transient fault (or TaskInProgress: the VM
+    is busy) instead of a task, so none was started. After a dropped
+    connection a task may have started: the call is not sent again."""
+    if vim is not None and isinstance(exc, vim.fault.TaskInProgress):
+        return Transient("TaskInProgress")
+    label = _server_fault(exc)
+    return Transient(label) if label else None
+
+
+def _failed(what, exc, log=None):
+    """A VsphereClientError for a call that failed: vCenter's own words, or
+    the connection fault, and how long it was retried."""
+    if vmodl is not None and isinstance(exc, vmodl.MethodFault):
+        msg, name = fault_message(exc)
+        return VsphereClientError("%s: %s (%s)%s" % (what, msg, name, retry_note(exc, log)), name)
+    return VsphereClientError("%s: %s: %s%s" % (what, transport_fault(exc) or type(exc).__name__,
+                                                 exc or type(exc).__name__, retry_note(exc, log)))
 
 
 def connection_argument_spec():
@@ -114,25 +184,45 @@ def config_spec(changes, change_version):
 
 
 class VsphereClient(object):
-    def __init__(self, hostname, username, password, port=443, validate_certs=True):
+    def __init__(self, hostname, username, password, port=443, validate_certs=True, retry_seconds=RETRY_SECONDS,
+                 sleep=time.sleep, clock=time.monotonic, rand=random.random):
         if not hostname:
             raise VsphereClientError("hostname is missing: set it in the task or in the environment variable VMWARE_HOST")
         if not username:
             raise VsphereClientError("username is missing: set it in the task or in the environment variable VMWARE_USER")
         if password is None:
             raise VsphereClientError("password is missing: set it in the task or in the environment variable VMWARE_PASSWORD")
+        self.retry_log = RetryLog()
+        retrying = dict(retries=RETRY_TRIES if retry_seconds else 0, delay=RETRY_DELAY, max_delay=RETRY_MAX_DELAY,
+                        total_seconds=retry_seconds, log=self.retry_log, sleep=sleep, clock=clock, random=rand)
+        self._read_retry = jittered_backoff(is_transient=transient_fault, **retrying)
+        self._start_retry = jittered_backoff(is_transient=unstarted_fault, **retrying)
         context = ssl.create_default_context()
         if not validate_certs:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         try:
-            self.si = SmartConnect(host=hostname, user=username, pwd=password, port=port, sslContext=context)
+            # A login lost with its connection leaves a session that expires on its own.
+            self.si = self.read(SmartConnect, host=hostname, user=username, pwd=password, port=port, sslContext=context)
         except vim.fault.InvalidLogin as exc:
             raise VsphereClientError("login to %s:%s as %s refused: %s" % ((hostname, port, username) + fault_message(exc)[:1]))
         except Exception as exc:  # socket, TLS and SOAP errors share no base class
-            raise VsphereClientError("cannot connect to %s:%s: %s" % (hostname, port, exc))
-        self.content = self.si.RetrieveContent()
+            raise VsphereClientError("cannot connect to %s:%s: %s%s" % (hostname, port, exc or type(exc).__name__,
+                                                                        retry_note(exc, self.retry_log)))
+        try:
+            self.content = self.read(self.si.RetrieveContent)
+        except Exception as exc:  # as above
+            self.close()
+            raise _failed("cannot read the service content of %s:%s" % (hostname, port), exc, self.retry_log)
         self.stub = self.si._stub
+
+    def read(self, function, *args, **kwargs):
+        """function(*args, **kwargs), tried again after a transient fault."""
+        return self._read_retry(function)(*args, **kwargs)
+
+    def start_task(self, function, *args, **kwargs):
+        """A call that starts a task, tried again only when none was started."""
+        return self._start_retry(function)(*args, **kwargs)
 
     def close(self):
         try:
@@ -145,14 +235,20 @@ class VsphereClient(object):
     def _retrieve(self, filter_spec):
         collector = self.content.propertyCollector
         options = vmodl.query.PropertyCollector.RetrieveOptions()
-        result = collector.RetrievePropertiesEx([filter_spec], options)
         objects = []
-        while result is not None:
-            objects.extend(result.objects)
-            if not result.token:
-                break
-            result = collector.ContinueRetrievePropertiesEx(result.token)
-        return objects
+
+        def retrieve():
+            # Tried again as a whole: a token may not outlive a lost connection.
+            del objects[:]
+            result = collector.RetrievePropertiesEx([filter_spec], options)
+            while result is not None:
+                objects.extend(result.objects)
+                if not result.token:
+                    break
+                result = collector.ContinueRetrievePropertiesEx(result.token)
+            return objects
+
+        return self.read(retrieve)
 
     def inventory(self, vm_properties=VM_PROPERTIES, host_properties=HOST_PROPERTIES):
         """VMs, hosts, clusters, folders and datacenters of the whole
@@ -165,7 +261,11 @@ class VsphereClient(object):
             ("folders", vim.Folder, CONTAINER_PROPERTIES),
             ("datacenters", vim.Datacenter, CONTAINER_PROPERTIES),
         )
-        view = self.content.viewManager.CreateContainerView(self.content.rootFolder, [k[1] for k in kinds], True)
+        try:
+            view = self.read(self.content.viewManager.CreateContainerView, self.content.rootFolder,
+                             [k[1] for k in kinds], True)
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("inventory query failed", exc, self.retry_log)
         try:
             traversal = vmodl.query.PropertyCollector.TraversalSpec(
                 name="view", path="view", skip=False, type=vim.view.ContainerView)
@@ -173,10 +273,13 @@ class VsphereClient(object):
                 objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=view, skip=True, selectSet=[traversal])],
                 propSet=[vmodl.query.PropertyCollector.PropertySpec(type=k[1], pathSet=list(k[2])) for k in kinds])
             objects = self._retrieve(spec)
-        except vmodl.MethodFault as exc:
-            raise VsphereClientError("inventory query failed: %s (%s)" % fault_message(exc), fault_message(exc)[1])
+        except Exception as exc:  # as above
+            raise _failed("inventory query failed", exc, self.retry_log)
         finally:
-            view.Destroy()
+            try:
+                self.read(view.Destroy)
+            except Exception:  # the view goes with the session anyway
+                pass
         inventory = dict((k[0], {}) for k in kinds)
         for obj in objects:
             props = dict((prop.name, prop.val) for prop in obj.propSet)
@@ -204,8 +307,8 @@ class VsphereClient(object):
             propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.VirtualMachine, pathSet=["config.changeVersion"])])
         try:
             objects = self._retrieve(spec)
-        except vmodl.MethodFault as exc:
-            raise VsphereClientError("changeVersion query failed: %s (%s)" % fault_message(exc), fault_message(exc)[1])
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("changeVersion query failed", exc, self.retry_log)
         versions = dict((moid, None) for moid in vm_ids)
         for obj in objects:
             for prop in obj.propSet:
@@ -216,7 +319,11 @@ class VsphereClient(object):
 
     def custom_field_key(self, name):
         """Key of the VirtualMachine (or global) custom attribute `name`, or None."""
-        for field in self.content.customFieldsManager.field or []:
+        try:
+            fields = self.read(lambda: self.content.customFieldsManager.field)
+        except Exception as exc:  # as above
+            raise _failed("cannot read the custom attributes", exc, self.retry_log)
+        for field in fields or []:
             if field.name == name and field.managedObjectType in (None, vim.VirtualMachine):
                 return field.key
         return None
@@ -226,20 +333,22 @@ class VsphereClient(object):
         if key is not None:
             return key
         try:
-            return self.content.customFieldsManager.AddCustomFieldDef(name=name, moType=vim.VirtualMachine).key
+            # Sent again after a lost answer, it meets DuplicateName below.
+            return self.read(self.content.customFieldsManager.AddCustomFieldDef, name=name, moType=vim.VirtualMachine).key
         except vim.fault.DuplicateName:
             # Created by a concurrent task since we looked.
             return self.custom_field_key(name)
-        except vmodl.MethodFault as exc:
-            raise VsphereClientError("cannot create the custom attribute %s: %s (%s)" % ((name,) + fault_message(exc)),
-                                     fault_message(exc)[1])
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("cannot create the custom attribute %s" % name, exc, self.retry_log)
 
     def set_custom_value(self, vm_id, key, value):
         """Sets (or with "" clears) one custom attribute of one VM."""
         try:
-            self.content.customFieldsManager.SetField(entity=vim.VirtualMachine(vm_id, self.stub), key=key, value=value)
-        except vmodl.MethodFault as exc:
-            raise VsphereClientError("cannot write the custom attribute: %s (%s)" % fault_message(exc), fault_message(exc)[1])
+            # Setting a value twice sets it once: safe to send again.
+            self.read(self.content.customFieldsManager.SetField, entity=vim.VirtualMachine(vm_id, self.stub), key=key,
+                      value=value)
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("cannot write the custom attribute", exc, self.retry_log)
 
     # --- reconfigure ---------------------------------------------------------
 
@@ -256,9 +365,10 @@ class VsphereClient(object):
             for moid, (fields, change_version) in batch:
                 vm = vim.VirtualMachine(moid, self.stub)
                 try:
-                    tasks[moid] = vm.ReconfigVM_Task(spec=config_spec(fields, change_version))
+                    tasks[moid] = self.start_task(vm.ReconfigVM_Task, spec=config_spec(fields, change_version))
                 except vmodl.MethodFault as exc:
-                    outcome[moid] = VsphereClientError("%s (%s)" % fault_message(exc), fault_message(exc)[1])
+                    msg, name = fault_message(exc)
+                    outcome[moid] = VsphereClientError("%s (%s)%s" % (msg, name, retry_note(exc, self.retry_log)), name)
             outcome.update(self._wait_for_tasks(tasks))
         return outcome
 
@@ -266,18 +376,21 @@ class VsphereClient(object):
         if not tasks:
             return {}
         by_task = dict((task._moId, moid) for moid, task in tasks.items())
-        collector = self.content.propertyCollector.CreatePropertyCollector()
         spec = vmodl.query.PropertyCollector.FilterSpec(
             objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=task) for task in tasks.values()],
             propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.Task, pathSet=["info.state", "info.error"])])
-        collector.CreateFilter(spec, True)
+        try:
+            collector = self.read(self.content.propertyCollector.CreatePropertyCollector)
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("cannot wait for the reconfigure tasks", exc, self.retry_log)
         state = dict((task_id, {}) for task_id in by_task)
         done = {}
         version = ""
         options = vmodl.query.PropertyCollector.WaitOptions(maxWaitSeconds=TASK_WAIT_SECONDS)
         try:
+            self.read(collector.CreateFilter, spec, True)
             while len(done) < len(by_task):
-                update = collector.WaitForUpdatesEx(version, options)
+                update = self.read(collector.WaitForUpdatesEx, version, options)
                 if update is None:
                     raise VsphereClientError("tasks did not finish within %d s" % TASK_WAIT_SECONDS)
                 version = update.version
@@ -293,8 +406,15 @@ class VsphereClient(object):
                             error = state[task_id].get("info.error")
                             msg, name = fault_message(error) if error is not None else ("the task failed", None)
                             done[task_id] = VsphereClientError(msg, name)
+        except VsphereClientError:
+            raise
+        except Exception as exc:  # as above
+            raise _failed("cannot wait for the reconfigure tasks", exc, self.retry_log)
         finally:
-            collector.Destroy()
+            try:
+                self.read(collector.Destroy)
+            except Exception:  # the collector goes with the session anyway
+                pass
         return dict((by_task[task_id], result) for task_id, result in done.items())
 
     # --- performance ---------------------------------------------------------
@@ -302,8 +422,11 @@ class VsphereClient(object):
     def perf_counters(self):
         """Counter ids by their full name group.name.rollup (e.g.
         cpu.ready.summation); ids differ between servers, names do not."""
-        return dict(("%s.%s.%s" % (c.groupInfo.key, c.nameInfo.key, c.rollupType), c.key)
-                    for c in self.content.perfManager.perfCounter)
+        try:
+            counters = self.read(lambda: self.content.perfManager.perfCounter)
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("cannot read the performance counters", exc, self.retry_log)
+        return dict(("%s.%s.%s" % (c.groupInfo.key, c.nameInfo.key, c.rollupType), c.key) for c in counters)
 
     def query_perf(self, entity_ids, counter_ids, instance="", interval_id=20, max_samples=15):
         """Samples of the given counters for many VMs in one QueryPerf call:
@@ -315,9 +438,9 @@ class VsphereClient(object):
                                                   intervalId=interval_id, maxSample=max_samples)
                  for moid in entity_ids]
         try:
-            metrics = self.content.perfManager.QueryPerf(querySpec=specs) or []
-        except vmodl.MethodFault as exc:
-            raise VsphereClientError("performance query failed: %s (%s)" % fault_message(exc), fault_message(exc)[1])
+            metrics = self.read(self.content.perfManager.QueryPerf, querySpec=specs) or []
+        except Exception as exc:  # faults and connection errors share no base class
+            raise _failed("performance query failed", exc, self.retry_log)
         samples = {}
         for metric in metrics:
             samples[metric.entity._moId] = {
