@@ -345,14 +345,14 @@ class K8sClient(object):
     def create(self, path, body):
         """POST of a new object. Sent again after a dropped connection only
         when named (see resend_safe); AlreadyExists then means the lost try
-        created it, and the object is read back."""
+        created it, and the body sent is returned (not read back: creating
+        Events needs no permission to read them)."""
         try:
             return self.request("POST", path, body=body, content_type="application/json")
         except ConflictError:
-            name = ((body or {}).get("metadata") or {}).get("name")
-            if not (self.resent_after_unsure and name):
+            if not (self.resent_after_unsure and ((body or {}).get("metadata") or {}).get("name")):
                 raise
-            return self.get("%s/%s" % (path.rstrip("/"), name))
+            return body
 
     def read_modify_write(self, path, plan_patch, current=None, attempts=CONFLICT_ATTEMPTS, write_path=None,
                           content_type=MERGE_PATCH, written=False):
