@@ -102,8 +102,8 @@ def _failed(what, exc, log=None):
     if vmodl is not None and isinstance(exc, vmodl.MethodFault):
         msg, name = fault_message(exc)
         return VsphereClientError("%s: %s (%s)%s" % (what, msg, name, retry_note(exc, log)), name)
-    return VsphereClientError("%s: %s: %s%s" % (what, transport_fault(exc) or type(exc).__name__,
-                                                 exc or type(exc).__name__, retry_note(exc, log)))
+    fault = transport_fault(exc) or type(exc).__name__
+    return VsphereClientError("%s: %s: %s%s" % (what, fault, exc or type(exc).__name__, retry_note(exc, log)))
 
 
 def connection_argument_spec():
