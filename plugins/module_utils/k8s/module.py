@@ -41,6 +41,21 @@ class K8sModule(AnsibleModule):
         """Whether the task set `option` at all, a null value included."""
         return option in self.given_options
 
+    retry_log = None
+
+    def _with_retries(self, result):
+        """`retries` in the result when a request of the task was tried again."""
+        report = self.retry_log.report() if self.retry_log is not None else None
+        if report and "retries" not in result:
+            result["retries"] = report
+        return result
+
+    def exit_json(self, **kwargs):
+        super(K8sModule, self).exit_json(**self._with_retries(kwargs))
+
+    def fail_json(self, msg, **kwargs):
+        super(K8sModule, self).fail_json(msg, **self._with_retries(kwargs))
+
     def checked(self, check):
         """check(params), or the task fails naming the field before any API call."""
         try:
@@ -56,6 +71,7 @@ class K8sModule(AnsibleModule):
         client = None
         try:
             client = K8sClient(self.params, dry_run=self.check_mode)
+            self.retry_log = client.retry_log
             return work(client)
         except ValueRangeError as exc:
             self.fail_json(msg=str(exc), field=exc.field, **self.failed)

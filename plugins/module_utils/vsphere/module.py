@@ -32,6 +32,21 @@ class VsphereModule(AnsibleModule):
             self.fail_json(msg=missing_required_lib("pyVmomi"))
         self.checked(lambda params: check_names(params, name_fields))
 
+    retry_log = None
+
+    def _with_retries(self, result):
+        """`retries` in the result when a request of the task was tried again."""
+        report = self.retry_log.report() if self.retry_log is not None else None
+        if report and "retries" not in result:
+            result["retries"] = report
+        return result
+
+    def exit_json(self, **kwargs):
+        super(VsphereModule, self).exit_json(**self._with_retries(kwargs))
+
+    def fail_json(self, msg, **kwargs):
+        super(VsphereModule, self).fail_json(msg, **self._with_retries(kwargs))
+
     def checked(self, check):
         """check(params), or the task fails naming the field before any connection."""
         try:
@@ -45,6 +60,7 @@ class VsphereModule(AnsibleModule):
         try:
             client = VsphereClient(params["hostname"], params["username"], params["password"], params["port"],
                                    params["validate_certs"])
+            self.retry_log = client.retry_log
             return work(client)
         except self.field_errors as exc:
             self.fail_json(msg=str(exc), field=exc.field)
