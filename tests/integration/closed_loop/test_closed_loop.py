@@ -87,25 +87,6 @@ def wait_for(what, check, seconds, log=None):
     pytest.fail("%s did not happen within %d s\n%s" % (what, seconds, tail), pytrace=False)
 
 
-@pytest.fixture
-def guests(libvirt_conn):
-    """The victims running, the culprit defined but off; afterwards all three
-    shut off, their tuning and the loop's state removed."""
-    domains = dict((name, libvirt_conn.lookupByName(name)) for name in (CULPRIT,) + VICTIMS)
-    for name in VICTIMS:
-        if not domains[name].isActive():
-            domains[name].create()
-    if domains[CULPRIT].isActive():
-        domains[CULPRIT].destroy()
-    yield domains
-    for name, domain in domains.items():
-        run_module("libvirt_cputune", {"domains": [name], "state": "restored", "missing": "ignore"}, host=HOST)
-        run_module("libvirt_policy_state", {"states": {name: None}, "domains": [name], "paused": False,
-                                            "missing": "ignore"}, host=HOST)
-        if domain.isActive():
-            domain.destroy()
-
-
 def run_rulebook(name, tmp_path, lab, variables):
     (tmp_path / "vars.yml").write_text(yaml.safe_dump(variables))
     log = str(tmp_path / "rulebook.log")

@@ -35,8 +35,8 @@ import pytest
 import yaml
 
 from run_module import INVENTORY
-from test_closed_loop import (BIN, CULPRIT, HOST, POLICY, TARGET, VICTIMS, cycles, environment, guests,  # noqa: F401
-                              record_of, run_rulebook, steal_ratio, stop, wait_for)
+from test_closed_loop import (BIN, CULPRIT, HOST, POLICY, TARGET, VICTIMS, cycles, environment, record_of,
+                              run_rulebook, steal_ratio, stop, wait_for)
 
 TEXTFILE = "overcommit-closed-loop.prom"  # its own file: the eda test writes overcommit.prom
 ALERTS = ("OvercommitVMStealHigh", "OvercommitHostCPUPressure")
@@ -120,7 +120,7 @@ def notified(webhook_log, offset, since):
 
 
 def test_the_alert_rulebook_contains_a_noisy_neighbour_through_prometheus_and_alertmanager(
-        tmp_path, lab, libvirt_conn, guests):  # noqa: F811 (the polling test's fixture)
+        tmp_path, lab, libvirt_conn, guests):
     for key in ("OVERCOMMIT_RULEBOOK_PORT", "OVERCOMMIT_TEXTFILE_DIR", "OVERCOMMIT_NODE_EXPORTER_URL",
                 "OVERCOMMIT_WEBHOOK_LOG"):
         if key not in lab:
