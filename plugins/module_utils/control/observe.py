@@ -79,13 +79,23 @@ def vm_state(domain):
     return state
 
 
+def _policy_of(domain):
+    """The state stored on the domain; a cap an approved plan set since the
+    last cycle (its record names the plan, the stored state has no cap) is
+    taken as the policy's own too."""
+    stored = domain.get("policy") or {}
+    if stored.get("cap") is not None:
+        return stored
+    return dict(vm_state(domain), **stored)
+
+
 def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
     """One running domain of a round as policy.vm_view takes it. A
     burstable domain without a baseline of its own gets the class's floor
     share of its vCPUs as its baseline."""
     vm = {"name": domain["name"], "host": host, "class": domain.get("class"), "vcpus": domain.get("vcpus"),
           "cap_cpus": domain.get("cap_cpus"), "usage": domain.get("usage") or {},
-          "policy": domain.get("policy") or vm_state(domain),
+          "policy": _policy_of(domain),
           # The kill switch an operator set in the domain's metadata.
           "paused": bool(domain.get("paused"))}
     if domain.get("class") == BURSTABLE and domain.get("vcpus"):

@@ -113,9 +113,9 @@ def test_a_burstable_vm_without_a_baseline_gets_the_floor_share_of_its_vcpus():
     assert vm["host"] == "hv-1" and vm["policy"] == {}
     assert observe.vm_input("hv-1", domain("b", 1, 0, vcpus=4, klass="burstable", baseline_cpus=1.5))["baseline_cpus"] == 1.5
     assert "baseline_cpus" not in observe.vm_input("hv-1", domain("s", 1, 0))
-    # A state kept on the object wins over the one read from the record.
+    # A state kept on the object is kept, and completed by a plan's cap it does not know of.
     kept = domain("c", 1, 0, cap=0.5, record={"plan": "plan-1"}, policy={"hist": "11"})
-    assert observe.vm_input("hv-1", kept)["policy"] == {"hist": "11"}
+    assert observe.vm_input("hv-1", kept)["policy"] == {"hist": "11", "cap": 0.5, "rule": "contain"}
 
 
 def test_rounds_skip_hosts_not_measured_or_whose_rounds_all_failed_saying_why():
@@ -306,3 +306,15 @@ def test_the_plans_state_is_what_each_object_ends_the_run_with():
     assert states["hv-1/victim-1"]["hist"] == "111" and states["hv-1/victim-2"]["hist"] == "111"
     assert states["hv-1/noisy"]["cap"] == 0.25 and states["hv-1/noisy"]["rule"] == "contain"
     assert "hv-1/db" not in states
+
+
+def test_a_cap_an_approved_plan_set_after_the_last_cycle_is_the_policys_own():
+    record = {"time": "2023-11-14T22:00:00Z", "plan": "plan-approved", "cpus": 0.5}
+    capped = domain("web", 0.1, 0.0, vcpus=1, cap=0.5, record=record, policy={"hist": "10"})
+    policy_state = observe.vm_input("hv-1", capped)["policy"]
+    assert policy_state["cap"] == 0.5 and policy_state["rule"] == "contain" and policy_state["hist"] == "10"
+    by_hand = domain("web", 0.1, 0.0, vcpus=1, cap=0.5, record=dict(record, plan=None), policy={"hist": "10"})
+    assert observe.vm_input("hv-1", by_hand)["policy"] == {"hist": "10"}
+    stored = {"cap": 0.75, "rule": "contain", "direction": "loosen"}
+    assert observe.vm_input("hv-1", domain("web", 0.1, 0.0, vcpus=1, cap=0.75, record=record, policy=stored))[
+        "policy"] == stored
