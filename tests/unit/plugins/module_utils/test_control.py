@@ -318,3 +318,9 @@ def test_a_cap_an_approved_plan_set_after_the_last_cycle_is_the_policys_own():
     stored = {"cap": 0.75, "rule": "contain", "direction": "loosen"}
     assert observe.vm_input("hv-1", domain("web", 0.1, 0.0, vcpus=1, cap=0.75, record=record, policy=stored))[
         "policy"] == stored
+
+
+def test_a_hosts_node_is_missing_only_when_the_nodes_were_read():
+    assert observe.rounds({"hv-1": measured(node="worker-9")}, None)["skipped"] == []
+    assert observe.rounds({"hv-1": measured(node="worker-9")}, k8s_nodes(2))["skipped"] == [
+        {"host": "hv-1", "reason": "node worker-9 not found in Kubernetes: not gated"}]
