@@ -128,3 +128,23 @@ def jittered_backoff(retries=6, delay=0.5, max_delay=10.0, total_seconds=30.0, i
                         log.record(transient.label, pause)
         return retrying
     return decorator
+
+
+class ReportsRetries(object):
+    """Mixin for a module class (before AnsibleModule in its bases): the
+    result of the task, success or failure, carries `retries` when a call
+    of its client (whose RetryLog is kept as `retry_log`) was tried again."""
+
+    retry_log = None
+
+    def _with_retries(self, result):
+        report = self.retry_log.report() if self.retry_log is not None else None
+        if report and "retries" not in result:
+            result["retries"] = report
+        return result
+
+    def exit_json(self, **kwargs):
+        super(ReportsRetries, self).exit_json(**self._with_retries(kwargs))
+
+    def fail_json(self, msg, **kwargs):
+        super(ReportsRetries, self).fail_json(msg, **self._with_retries(kwargs))

@@ -11,12 +11,13 @@ __metaclass__ = type
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
+from ansible_collections.overcommit.control.plugins.module_utils.common.retry import ReportsRetries
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
 
 
-class K8sModule(AnsibleModule):
+class K8sModule(ReportsRetries, AnsibleModule):
     """argument_spec: the module's own options (the connection's are added).
     failed: what a failed task returns besides msg (e.g. an empty result list).
     name_fields: the options that are lists of object names, checked
@@ -40,21 +41,6 @@ class K8sModule(AnsibleModule):
     def given(self, option):
         """Whether the task set `option` at all, a null value included."""
         return option in self.given_options
-
-    retry_log = None
-
-    def _with_retries(self, result):
-        """`retries` in the result when a request of the task was tried again."""
-        report = self.retry_log.report() if self.retry_log is not None else None
-        if report and "retries" not in result:
-            result["retries"] = report
-        return result
-
-    def exit_json(self, **kwargs):
-        super(K8sModule, self).exit_json(**self._with_retries(kwargs))
-
-    def fail_json(self, msg, **kwargs):
-        super(K8sModule, self).fail_json(msg, **self._with_retries(kwargs))
 
     def checked(self, check):
         """check(params), or the task fails naming the field before any API call."""

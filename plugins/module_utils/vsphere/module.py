@@ -11,12 +11,13 @@ __metaclass__ = type
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import NameListError, check_names
+from ansible_collections.overcommit.control.plugins.module_utils.common.retry import ReportsRetries
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
     HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.inventory import SelectorError
 
 
-class VsphereModule(AnsibleModule):
+class VsphereModule(ReportsRetries, AnsibleModule):
     """argument_spec: the module's own options (the connection's are added).
     field_errors: the module's exceptions that name a field (exc.field);
     a selector that matches nothing is one for every module.
@@ -31,21 +32,6 @@ class VsphereModule(AnsibleModule):
         if not HAS_PYVMOMI:
             self.fail_json(msg=missing_required_lib("pyVmomi"))
         self.checked(lambda params: check_names(params, name_fields))
-
-    retry_log = None
-
-    def _with_retries(self, result):
-        """`retries` in the result when a request of the task was tried again."""
-        report = self.retry_log.report() if self.retry_log is not None else None
-        if report and "retries" not in result:
-            result["retries"] = report
-        return result
-
-    def exit_json(self, **kwargs):
-        super(VsphereModule, self).exit_json(**self._with_retries(kwargs))
-
-    def fail_json(self, msg, **kwargs):
-        super(VsphereModule, self).fail_json(msg, **self._with_retries(kwargs))
 
     def checked(self, check):
         """check(params), or the task fails naming the field before any connection."""
