@@ -16,6 +16,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.control import 
 from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
 
 ERRORS = (ValueRangeError, TypeError, KeyError, AttributeError)
 
@@ -57,9 +58,11 @@ def _round_times(measured, now):
     return times or [now]
 
 
-def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS):
+def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None):
     """measured: {host: {vm_rounds, pressure_rounds, round_times, node,
-    paused}}; nodes: node_overcommit_info's nodes (or its result)."""
+    paused}}; nodes: node_overcommit_info's nodes (or its result);
+    kubevirt: kubevirt_vm_cpu_info's result (or its vms), read at the
+    rounds' times (plan_round_times)."""
     try:
         now = _now(now)
         if isinstance(nodes, dict):
@@ -68,9 +71,18 @@ def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plan
             ttl = float(ttl_seconds)
         except (TypeError, ValueError):
             raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
-        return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl)
+        return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl, kubevirt)
     except ERRORS as exc:
         raise AnsibleFilterError("recommend_plan: %s" % exc)
+
+
+def plan_round_times(measured, now=None):
+    """The unix time of each round the hosts measured (the latest host's per
+    round): the times to read the KubeVirt VMs' usage at."""
+    try:
+        return _round_times(measured, _now(now))
+    except ERRORS as exc:
+        raise AnsibleFilterError("plan_round_times: %s" % exc)
 
 
 def plan_invalid(plan, now=None, only=None):
@@ -91,9 +103,10 @@ def _live_domain(domain):
     return {"seen": observe.seen_of_domain(domain), "plan": observe.applied_plan(domain), "unreadable": unreadable}
 
 
-def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
-    """The plan's actions on the VMs of one hypervisor `host` (with
-    libvirt_cputune_info's `domains` read there just now), or on the
+def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None, kubevirt=None):
+    """The plan's actions on the libvirt domains of one hypervisor `host`
+    (with libvirt_cputune_info's `domains` read there just now), on the
+    KubeVirt VMs (with kubevirt_vm_cpu_info's result or vms), or on the
     Kubernetes nodes (with node_overcommit_info's `nodes`): {plan, apply,
     done, refused}."""
     try:
@@ -104,10 +117,15 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None):
             actions = [a for a in selected if a.get("node")]
             live = dict(("node/%s" % n["name"], {"seen": observe.seen_of_node(n), "plan": observe.applied_plan(n)})
                         for n in nodes)
+        elif kubevirt is not None:
+            if isinstance(kubevirt, dict):
+                kubevirt = kubevirt.get("vms")
+            actions = [a for a in selected if a.get("vm") and a.get("platform") == KUBEVIRT]
+            live = dict((vm_key(dict(vm, platform=KUBEVIRT)), _live_domain(vm)) for vm in kubevirt)
         else:
             if not host:
                 raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
-            actions = [a for a in selected if a.get("vm") and a.get("host") == host]
+            actions = [a for a in selected if a.get("vm") and a.get("host") == host and a.get("platform") != KUBEVIRT]
             live = dict(("%s/%s" % (host, d["name"]), _live_domain(d)) for d in domains or [])
         return plans.review(plan, actions, live, _now(now))
     except ERRORS as exc:
@@ -132,6 +150,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "recommend_plan": recommend_plan,
+            "plan_round_times": plan_round_times,
             "plan_invalid": plan_invalid,
             "plan_review": plan_review,
             "plan_outcome": plan_outcome,

@@ -99,6 +99,17 @@ options:
         kept in the record as C(plan), so the object itself says which plan changed it.
     type: str
     version_added: 0.2.0
+  expected:
+    description:
+      - "What the caller read of each VMI, C(namespace/name) to C({cap_cpus, throttle_time}) as
+        M(overcommit.control.kubevirt_vm_cpu_info) reports them (the desired cap, and the time of the throttle
+        record). A VMI that is no longer so is left alone and reported with C(conflict=true) and what changed, not as
+        failed: another runner acted on it first."
+      - The comparison is made again on the VMI as read for the write, and the write carries that read's
+        C(resourceVersion), so of two runs that read the same VMI at the same time only one changes it. Roles
+        C(overcommit.control.apply_plan) and C(overcommit.control.closed_loop) pass what the plan saw.
+    type: dict
+    version_added: 0.2.0
   headroom:
     description:
       - CPUs above the VM's vCPU count that O(state=restored) sets as the limit of a pod that had no limit before the
@@ -170,6 +181,12 @@ vms:
     failed:
       description: Present and true when this VMI failed or was refused; the others were still handled.
       type: bool
+    conflict:
+      description: Present and true when the VMI was not as O(expected) says, and was left alone.
+      type: bool
+    seen:
+      description: With C(conflict), what the VMI looks like now (C(cap_cpus), C(throttle_time)).
+      type: dict
     msg:
       description: Why this VMI failed, or why nothing was to be done.
       type: str
@@ -246,6 +263,7 @@ def main():
             reason=dict(type="str"),
             requested_by=dict(type="str"),
             plan_id=dict(type="str"),
+            expected=dict(type="dict"),
             headroom=dict(type="float", default=1.0),
             floor=dict(type="float", default=0.25),
             force=dict(type="bool", default=False),

@@ -11,7 +11,12 @@ host: {vm_rounds: libvirt_cputune_info results, pressure_rounds:
 host_pressure_info results, one per round and in the same order,
 pressure_start: a host_pressure_info read before the first round,
 vm_window: [start, end]}, plus `node` (the Kubernetes node on that host,
-from the host's `kubernetes_node` variable) and `paused` (the kill switch)."""
+from the host's `kubernetes_node` variable) and `paused` (the kill switch).
+
+`kubevirt` is kubevirt_vm_cpu_info's VMs, their usage read at the times of
+the rounds (usage_rounds, one per round). A KubeVirt VM shares the CPUs of
+its node, so it joins the host that stands for that node: decided with that
+host's pressure, among that host's VMs."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +26,7 @@ import calendar
 import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEFAULT_FLOOR_FRACTION
 
 
@@ -90,10 +96,11 @@ def _policy_of(domain):
 
 
 def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
-    """One running domain of a round as policy.vm_view takes it. A
-    burstable domain without a baseline of its own gets the class's floor
-    share of its vCPUs as its baseline."""
+    """One running domain (or KubeVirt VM) of a round as policy.vm_view
+    takes it. A burstable domain without a baseline of its own gets the
+    class's floor share of its vCPUs as its baseline."""
     vm = {"name": domain["name"], "host": host, "class": domain.get("class"), "vcpus": domain.get("vcpus"),
+          "platform": domain.get("platform"),
           "cap_cpus": domain.get("cap_cpus"), "usage": domain.get("usage") or {},
           "policy": _policy_of(domain),
           # The kill switch an operator set in the domain's metadata.
@@ -144,7 +151,44 @@ def _rounds_of(name, measured):
     return usable
 
 
-def rounds(measured, nodes=None):
+def _kubevirt_by_host(measured, kubevirt, skipped):
+    """{host: [KubeVirt VMs on the node that host stands for]}; VMs on a
+    node no measured host stands for go in `skipped`, per node."""
+    if isinstance(kubevirt, dict):
+        kubevirt = kubevirt.get("vms")
+    if kubevirt is None:
+        return {}
+    if not isinstance(kubevirt, list):
+        raise ValueRangeError("kubevirt", type(kubevirt).__name__, "kubevirt_vm_cpu_info's result or its vms")
+    host_of = dict((m.get("node"), name) for name, m in sorted(measured.items())
+                   if isinstance(m, dict) and m.get("node"))
+    out, unplaced = {}, {}
+    for vm in kubevirt:
+        if not isinstance(vm, dict) or vm.get("failed") or not vm.get("active"):
+            continue
+        host = host_of.get(vm.get("node"))
+        if host is None:
+            unplaced.setdefault(vm.get("node") or "no node", []).append(vm["name"])
+        else:
+            out.setdefault(host, []).append(vm)
+    for node, names in sorted(unplaced.items()):
+        skipped.append({"host": "node %s" % node,
+                        "reason": "no measured hypervisor host stands for it (its kubernetes_node): its KubeVirt VMs "
+                                  "%s are not planned" % ", ".join(sorted(names))})
+    return out
+
+
+def _kubevirt_round(vm, index):
+    """A KubeVirt VM as a domain of round `index` (its usage then), or None
+    when Prometheus had no usage of it then."""
+    usage_rounds = vm.get("usage_rounds") or []
+    usage = usage_rounds[index] if index < len(usage_rounds) else None
+    if not isinstance(usage, dict) or usage.get("cpus_used") is None:
+        return None
+    return dict(vm, usage=usage, platform=KUBEVIRT)
+
+
+def rounds(measured, nodes=None, kubevirt=None):
     """The policy's input, round by round: [(round index, hosts, vms)] over
     every host's usable rounds (a host whose round could not be read sits
     that round out; one whose last round could not be read gets nothing
@@ -155,6 +199,7 @@ def rounds(measured, nodes=None):
         raise ValueRangeError("measured", measured, "a dict of hypervisor host to its rounds")
     nodes_by_name = dict((n["name"], n) for n in nodes or [] if isinstance(n, dict) and n.get("name"))
     per_host, skipped, seen = {}, [], {}
+    kubevirt_vms = _kubevirt_by_host(measured, kubevirt, skipped)
     for name in sorted(measured):
         if measured[name] is None:
             skipped.append({"host": name, "reason": "not measured (unreachable, or its play failed)"})
@@ -173,6 +218,8 @@ def rounds(measured, nodes=None):
             seen["node/%s" % node["name"]] = seen_of_node(node)
         for domain in host_rounds[-1][1]:
             seen["%s/%s" % (name, domain["name"])] = seen_of_domain(domain)
+        for vm in kubevirt_vms.get(name, []):
+            seen[vm_key(dict(vm, platform=KUBEVIRT))] = seen_of_domain(vm)
     # Rounds line up by their index, so a host whose round failed sits that
     # round out and is decided at the times of the rounds it was measured in.
     last = max([r[-1][0] for r in per_host.values()] or [-1])
@@ -190,6 +237,10 @@ def rounds(measured, nodes=None):
                                     measured_host.get("paused"), previous))
             vms.extend(vm_input(name, d) for d in domains
                        if isinstance(d, dict) and d.get("active") and d.get("usage") and not d.get("failed"))
+            for vm in kubevirt_vms.get(name, []):
+                this_round = _kubevirt_round(vm, position)
+                if this_round is not None:
+                    vms.append(vm_input(name, this_round))
         if hosts:
             out.append((position, hosts, vms))
     for name, host_rounds in sorted(per_host.items()):

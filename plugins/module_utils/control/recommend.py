@@ -39,12 +39,13 @@ def _carried(before, after, acted):
     return state
 
 
-def replay(measured, nodes, times, params=None):
+def replay(measured, nodes, times, params=None, kubevirt=None):
     """policy.decide over every round. times: the unix time of each round
-    (the last one is the plan's). Returns the last round's plan, the
-    rounds' actions (for the page), and what the plan saw of each object."""
+    (the last one is the plan's); kubevirt: the KubeVirt VMs with their
+    usage at those times (observe.rounds). Returns the last round's plan,
+    the rounds' actions (for the page), and what the plan saw of each object."""
     params = policy.parameters(params)
-    observed = observe.rounds(measured, nodes)
+    observed = observe.rounds(measured, nodes, kubevirt)
     vm_states, node_states, history, last = {}, {}, [], None
     # What each object's state was when the run began, and is after its
     # last round: the difference is what to store on the object.
@@ -55,7 +56,7 @@ def replay(measured, nodes, times, params=None):
         if position >= len(times):
             raise ValueRangeError("times", times, "one unix time per round (at least %d)" % (position + 1))
         for vm in vms:
-            key = "%s/%s" % (vm["host"], vm["name"])
+            key = policy.vm_key(vm)
             vm_before.setdefault(key, vm["policy"] or {})
             if key in vm_states:
                 vm["policy"] = vm_states[key]
@@ -68,7 +69,7 @@ def replay(measured, nodes, times, params=None):
         last = policy.decide(hosts, vms, times[position], params, fleet=observed["fleet"])
         acted = set(a["object"] for a in last["actions"])
         for vm in vms:
-            key = "%s/%s" % (vm["host"], vm["name"])
+            key = policy.vm_key(vm)
             vm_after[key] = vm["policy"] or {}
             if key in last["state"]["vms"]:
                 vm_states[key] = _carried(vm["policy"], last["state"]["vms"][key], key in acted)
@@ -93,10 +94,10 @@ def replay(measured, nodes, times, params=None):
     return {"last": last, "history": history, "seen": observed["seen"], "skipped": observed["skipped"]}
 
 
-def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS):
+def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None):
     """The plan artefact of a recommend run (domain.plan.make's shape) with
     the rounds it was decided over and the hosts it could not measure."""
-    result = replay(measured, nodes, times, params)
+    result = replay(measured, nodes, times, params, kubevirt)
     made = plans.make(result["last"], result["seen"], now, ttl_seconds)
     made.update(rounds=result["history"], skipped=result["skipped"],
                 parameters=policy.parameters(params),

@@ -123,6 +123,48 @@ def changed_since(action, now_seen):
     return None
 
 
+EXPECTED_KEYS = ("cap_cpus", "throttle_time")
+
+
+def check_expected(field, expected, read_by):
+    """Option `expected` of a brake ({object name: {cap_cpus, throttle_time}},
+    what the caller read of each object), each entry with both keys; raises
+    ValueRangeError naming the field and the allowed values."""
+    if expected is None:
+        return {}
+    if not isinstance(expected, dict):
+        raise ValueRangeError(field, type(expected).__name__, "a mapping of object name to what %s read" % read_by)
+    out = {}
+    for name, seen in expected.items():
+        entry = "%s.%s" % (field, name)
+        if not isinstance(seen, dict):
+            raise ValueRangeError(entry, seen, "a mapping with cap_cpus (CPUs or null) and throttle_time (text or "
+                                               "null), as %s read them" % read_by)
+        unknown = sorted(set(seen) - set(EXPECTED_KEYS))
+        if unknown:
+            raise ValueRangeError("%s.%s" % (entry, unknown[0]), seen[unknown[0]],
+                                  "only the keys %s" % ", ".join(EXPECTED_KEYS))
+        cap = seen.get("cap_cpus")
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
+            raise ValueRangeError(entry + ".cap_cpus", cap, "a number of CPUs above 0, or null for unlimited")
+        when = seen.get("throttle_time")
+        if when is not None and not isinstance(when, str):
+            raise ValueRangeError(entry + ".throttle_time", when, "the throttle record's time as text, or null")
+        out[name] = {"cap_cpus": None if cap is None else float(cap), "throttle_time": when}
+    return out
+
+
+def changed_since_read(name, expected, seen):
+    """Why an object is not as the caller read it (the brakes' compare-and-
+    swap), or None when it is."""
+    why = changed_since({"object": name, "expected": expected}, seen)
+    if why is None:
+        return None
+    # changed_since speaks of a plan; here the caller's read is what is compared.
+    prefix = "%s changed since plan: " % name
+    return "%s changed since it was read: %s" % (name, why[len(prefix):] if why.startswith(prefix) else why)
+
+
 def _shown(key, value):
     if key == "cap_cpus":
         return describe_cap(value)
@@ -177,7 +219,7 @@ def _failure(result):
     """Why a module's result for one object failed, or None."""
     if result.get("failed"):
         return result.get("msg") or "failed"
-    for entry in result.get("domains") or result.get("nodes") or []:
+    for entry in result.get("domains") or result.get("nodes") or result.get("vms") or []:
         if entry.get("failed"):
             return entry.get("msg") or "failed"
     return None
@@ -186,7 +228,7 @@ def _failure(result):
 def _conflict(result):
     """Why the module left the object alone because it changed since it was
     read (another runner acted on it first), or None."""
-    for entry in result.get("domains") or result.get("nodes") or []:
+    for entry in result.get("domains") or result.get("nodes") or result.get("vms") or []:
         if entry.get("conflict"):
             return entry.get("msg") or "changed since it was read"
     return None

@@ -90,6 +90,21 @@ INTEGER_PARAMETERS = ("trigger_n", "trigger_m", "max_actions_per_cycle")
 ACTIONS = ("gate", "throttle", "relax", "restore", "open")
 # Order of escalation inside a cycle: gates first, then caps, then letting go.
 ACTION_ORDER = {"gate": 0, "throttle": 1, "relax": 2, "restore": 3, "open": 4}
+# Where a VM runs: a libvirt domain on its host, or a KubeVirt VM (named
+# namespace/name, braked through its launcher pod) on the node of its host.
+LIBVIRT, KUBEVIRT = "libvirt", "kubevirt"
+PLATFORMS = (LIBVIRT, KUBEVIRT)
+
+
+def vm_key(vm):
+    """The object a VM is in plans and states: host/domain for libvirt;
+    kubevirt/namespace/name for KubeVirt, whichever node it runs on (a
+    migration moves it, its state travels on the VMI)."""
+    if vm.get("platform") == KUBEVIRT:
+        return "%s/%s" % (KUBEVIRT, vm["name"])
+    return "%s/%s" % (vm["host"], vm["name"])
+
+
 TIGHTEN = "tighten"
 LOOSEN = "loosen"
 # State keys a cap of ours keeps; dropped together when the cap goes.
@@ -210,6 +225,9 @@ def vm_view(vm, index=0):
     field = "vms[%d]" % index
     if not isinstance(vm, dict) or not vm.get("name") or not vm.get("host"):
         raise ValueRangeError(field, vm, "a mapping with name and host")
+    platform = vm.get("platform") or LIBVIRT
+    if platform not in PLATFORMS:
+        raise ValueRangeError(field + ".platform", platform, "one of %s" % ", ".join(PLATFORMS))
     cls = vm.get("class") or DEFAULT_CLASS
     if cls not in CLASSES:
         raise ValueRangeError(field + ".class", cls, "one of %s" % ", ".join(CLASSES))
@@ -227,7 +245,8 @@ def vm_view(vm, index=0):
     if isinstance(pressure, dict):
         pressure = _pressure(pressure, field + ".pressure")[0]
     return {
-        "key": "%s/%s" % (vm["host"], vm["name"]), "name": vm["name"], "host": vm["host"], "class": cls,
+        "key": vm_key(dict(vm, platform=platform)), "platform": platform, "name": vm["name"], "host": vm["host"],
+        "class": cls,
         "vcpus": vcpus, "used": used or 0.0, "steal": steal, "cap": cap,
         "pressure": _number(field + ".pressure", pressure),
         "state": _state(vm.get("policy"), field + ".policy"),
@@ -420,6 +439,8 @@ class Cycle(object):
         if vm is not None:
             action.update({"vm": vm["name"], "object": vm["key"], "class": vm["class"], "vcpus": vm["vcpus"],
                            "previous_cpus": vm["cap"]})
+            if vm.get("platform", LIBVIRT) != LIBVIRT:
+                action["platform"] = vm["platform"]
             if cpus is not None:
                 action["cpus"] = round(cpus, 3)
             self.claimed[vm["key"]] = cpus

@@ -133,6 +133,7 @@ class CpuLimitRunner(object):
                     raise
             before = brake.state_view(view, pod)
             result["before"] = before
+            brake.check_unchanged(view, self.request)
             cpus, action = brake.target(view, pod, self.request)
             if action is None:
                 kept = None
@@ -145,6 +146,10 @@ class CpuLimitRunner(object):
                               else "never throttled")
                 return result
             changes = self.write(view, vmi, vm, pod, cpus, action)
+        except brake.ChangedSinceRead as exc:
+            # Another runner acted on it first: not a failure, and nothing of it is written.
+            result.update(conflict=True, msg=str(exc), seen=exc.seen)
+            return result
         except (brake.LimitRefusal, ValueRangeError, K8sClientError) as exc:
             result.update(failed=True, msg=str(exc))
             result["event"] = self.emit(view, pod, "Warning", "CPULimitFailed", STATE_ACTIONS[self.request["state"]],
@@ -186,7 +191,11 @@ class CpuLimitRunner(object):
         current_vmi = vmi
         if action != "restore":
             def plan_desire(obj):
-                return brake.desire_patch(brake.vmi_view(obj, keys, vm), pod, cpus, self.request, self.record_fields)
+                fresh = brake.vmi_view(obj, keys, vm)
+                # Compare-and-swap: a write that raced another runner's is
+                # read again (409), and must still find the VMI as expected.
+                brake.check_unchanged(fresh, self.request)
+                return brake.desire_patch(fresh, pod, cpus, self.request, self.record_fields)
             current_vmi, changes["desire"], _conflicts = self.client.read_modify_write(
                 vmi_path, plan_desire, current=vmi, written=True)
             if view["vm"] is not None:

@@ -25,6 +25,7 @@ import copy
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError, check_cap_brakes
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata, quantity
@@ -46,6 +47,15 @@ NOTE_LIMIT = events.NOTE_LIMIT
 
 class LimitRefusal(Exception):
     """A cap this VMI cannot take now; says why."""
+
+
+class ChangedSinceRead(Exception):
+    """The VMI is no longer as the caller read it (option `expected`): it is
+    left alone. seen: what it looks like now."""
+
+    def __init__(self, message, seen):
+        super(ChangedSinceRead, self).__init__(message)
+        self.seen = seen
 
 
 def check_request(params):
@@ -74,7 +84,8 @@ def check_request(params):
     if not 0 <= params["floor"] <= 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
     prefix = metadata.check_prefix(params["prefix"])
-    return {"state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
+    return {"expected": plans.check_expected("expected", params.get("expected"), "kubevirt_vm_cpu_info"),
+            "state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
             "force": bool(params.get("force")), "prefix": prefix,
             "keys": {"desired": prefix + DESIRED, "applied": prefix + APPLIED, "record": prefix + RECORD,
                      "class": prefix + CLASS_LABEL}}
@@ -316,6 +327,34 @@ def resize_patch(pod, cpus):
         return None
     check_resize(pod, cpus)
     return {"spec": {"containers": [{"name": COMPUTE, "resources": {"limits": {"cpu": quantity.format_cpu(cpus)}}}]}}
+
+
+def cap_cpus(view):
+    """The cap the brake keeps on the VM, in CPUs (its desired cap), or None:
+    what kubevirt_vm_cpu_info reports and option `expected` is compared with."""
+    if view["desired"] is None:
+        return None
+    try:
+        return quantity.cpu("desired", view["desired"])
+    except ValueRangeError:
+        return None
+
+
+def seen(view):
+    """A VMI as a plan sees it: the cap and the time of its throttle record."""
+    return {"cap_cpus": cap_cpus(view), "throttle_time": (view["record"] or {}).get("time")}
+
+
+def check_unchanged(view, request):
+    """Raises ChangedSinceRead when the caller gave what it read of this VMI
+    (option `expected`) and the VMI no longer is so."""
+    expected = request.get("expected") or {}
+    if view["name"] not in expected:
+        return
+    now = seen(view)
+    why = plans.changed_since_read(view["name"], expected[view["name"]], now)
+    if why:
+        raise ChangedSinceRead(why, now)
 
 
 def desired_cpus(view):

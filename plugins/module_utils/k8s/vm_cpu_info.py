@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the control policy needs of running KubeVirt VMs, read the way
+libvirt_cputune_info reads libvirt domains: the cap in force (the desired cap
+of the CPU brake, kubevirt_vm_cpu_limit), its throttle record, the class, the
+vCPUs, the node, the policy's state and the kill switch kept on the VMI, and
+the CPU each VM used and waited for.
+
+Usage comes from KubeVirt's own metrics as Prometheus holds them
+(virt-handler exports them from each domain's libvirt stats):
+kubevirt_vmi_cpu_usage_seconds_total (all CPU the VM burnt) and
+kubevirt_vmi_vcpu_delay_seconds_total (time its vCPUs were runnable but
+waited for a host CPU: the guest's steal), both counters labelled with the
+VMI's namespace and name, taken as rates over a window ending at each time
+asked for."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
+
+USAGE_METRIC = "kubevirt_vmi_cpu_usage_seconds_total"
+DELAY_METRIC = "kubevirt_vmi_vcpu_delay_seconds_total"
+# Prometheus needs two samples of a counter inside a rate's window.
+LEAST_WINDOW_SECONDS = 1
+MAX_TIMES = 100
+
+
+def check_request(params):
+    """The read's options, checked before any API call."""
+    window = params.get("usage_window")
+    if window is None or window < LEAST_WINDOW_SECONDS:
+        raise ValueRangeError("usage_window", window, "a number of seconds, at least %d (and at least twice "
+                                                      "Prometheus' scrape interval)" % LEAST_WINDOW_SECONDS)
+    times = params.get("usage_times") or []
+    if len(times) > MAX_TIMES:
+        raise ValueRangeError("usage_times", len(times), "at most %d times" % MAX_TIMES)
+    for index, at in enumerate(times):
+        if isinstance(at, bool) or not isinstance(at, (int, float)) or at <= 0:
+            raise ValueRangeError("usage_times[%d]" % index, at, "a unix time in seconds")
+    if times and not params.get("prometheus_url"):
+        raise ValueRangeError("prometheus_url", None, "the Prometheus that holds KubeVirt's VMI metrics, "
+                                                      "needed with usage_times")
+    if params.get("names") and not params.get("namespace"):
+        raise ValueRangeError("namespace", None, "the namespace of the VMIs named in names")
+    request = brake.check_request(dict(params, state=brake.RECONCILED, cpus=None, headroom=0.0, floor=0.0))
+    return {"keys": dict(request["keys"], policy=gate.policy_key(request["prefix"]),
+                         paused=gate.paused_key(request["prefix"])),
+            "window": int(round(window)), "times": [float(t) for t in times]}
+
+
+def _selector(namespace):
+    return '{namespace="%s"}' % namespace.replace("\\", "\\\\").replace('"', '\\"') if namespace else ""
+
+
+def usage_queries(namespace, window):
+    """The PromQL of the CPUs used and the CPUs of steal per VMI."""
+    return dict((key, "sum by (namespace, name) (rate(%s%s[%ds]))" % (metric, _selector(namespace), window))
+                for key, metric in (("cpus_used", USAGE_METRIC), ("steal_cpus", DELAY_METRIC)))
+
+
+def usage_by_vmi(answers):
+    """{namespace/name: {cpus_used, steal_cpus}} of the queries' answers
+    ({key: [(labels, value)]}); a VMI a query has no series for has None."""
+    out = {}
+    for key, rows in answers.items():
+        for labels, value in rows:
+            if labels.get("namespace") and labels.get("name"):
+                entry = out.setdefault("%s/%s" % (labels["namespace"], labels["name"]),
+                                       {"cpus_used": None, "steal_cpus": None})
+                entry[key] = round(max(value, 0.0), 3)
+    return out
+
+
+def vm_entry(view, vmi, pod, keys, usage_rounds, window):
+    """One VM as the policy reads it (the shape of libvirt_cputune_info's
+    domains, named namespace/name)."""
+    labels = ((vmi.get("metadata") or {}).get("labels")) or {}
+    owner_labels = (view["vm"] or {}).get("labels") or {}
+    annotations = ((vmi.get("metadata") or {}).get("annotations")) or {}
+    policy, policy_error = gate.parse_policy(annotations.get(keys["policy"]))
+    declared = view["declared_class"]
+    entry = {
+        "name": view["name"], "namespace": view["namespace"], "vmi": view["vmi"], "node": view["node"],
+        "platform": "kubevirt", "active": view["phase"] == "Running", "vcpus": view["vcpus"],
+        "class": declared if declared in CLASSES else None,
+        "cap_cpus": brake.cap_cpus(view), "desired": view["desired"], "throttle": view["record"],
+        "applied": view["applied"], "pod": None, "compute_cpu_limit": None,
+        "policy": policy or {},
+        # The kill switch: the label on the VMI or on its VirtualMachine.
+        "paused": "true" in (labels.get(keys["paused"]), owner_labels.get(keys["paused"])),
+    }
+    if declared and entry["class"] is None:
+        entry["class_error"] = "class label %r is none of %s" % (declared, ", ".join(CLASSES))
+    if policy_error:
+        entry["policy_error"] = policy_error
+    if pod is not None:
+        current = brake.pod_view(pod)
+        entry.update(pod=current["name"], compute_cpu_limit=current["limit_text"])
+    if usage_rounds is not None:
+        entry["usage_rounds"] = usage_rounds
+        entry["usage"] = dict(usage_rounds[-1], window_seconds=window) if usage_rounds else {}
+    return entry
+
+
+class VmCpuReader(object):
+    """One read of many VMIs over one Kubernetes connection, with their
+    usage from one Prometheus (None: no usage)."""
+
+    def __init__(self, client, prometheus, request):
+        self.client = client
+        self.prometheus = prometheus
+        self.request = request
+
+    def usage(self, namespace):
+        """[{namespace/name: usage}] at each of the request's times."""
+        queries = usage_queries(namespace, self.request["window"])
+        return [usage_by_vmi(dict((key, self.prometheus.query(expr, at)) for key, expr in queries.items()))
+                for at in self.request["times"]]
+
+    def read(self, namespace, names, label_selector):
+        keys = self.request["keys"]
+        # The brake's own selection of VMIs, their VirtualMachines and launcher pods.
+        runner = CpuLimitRunner(self.client, {"keys": keys, "state": brake.RECONCILED}, {}, None, None)
+        targets, vmis = runner.select(namespace, names, label_selector)
+        vms = runner.virtual_machines(namespace) if targets else {}
+        pods = runner.launcher_pods(namespace) if vmis else {}
+        rounds = self.usage(namespace) if self.prometheus is not None and vmis else None
+        out = []
+        for key in targets:
+            if key not in vmis:
+                out.append({"name": key, "failed": True, "msg": "VMI %s not found" % key})
+                continue
+            owner = brake.owning_vm(vmis[key])
+            vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
+            view = brake.vmi_view(vmis[key], keys, vm)
+            try:
+                pod = brake.launcher_pod(view, pods.get(view["uid"]) or [])
+            except brake.LimitRefusal:
+                pod = None
+            usage_rounds = None
+            if rounds is not None:
+                empty = {"cpus_used": None, "steal_cpus": None}
+                usage_rounds = [dict(r.get(key) or empty) for r in rounds]
+            out.append(vm_entry(view, vmis[key], pod, keys, usage_rounds, self.request["window"]))
+        return out
