@@ -17,8 +17,10 @@ import ssl
 import time
 
 from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     RetryLog, Transient, jittered_backoff, retry_note)
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 try:
     from kubernetes import client as k8s_client
@@ -28,6 +30,7 @@ except ImportError:  # reported by the module through HAS_KUBERNETES
 
 try:
     from urllib3 import exceptions as urllib3_errors
+    from urllib3.util import make_headers
 except ImportError:  # comes with kubernetes
     urllib3_errors = None
 
@@ -47,11 +50,17 @@ RETRY_TRIES = 8
 RETRY_DELAY = 0.5
 RETRY_MAX_DELAY = 8.0
 RETRY_SECONDS = 30.0
+# Seconds one request may take (connecting, then waiting for the answer)
+# before it counts as a timed out connection: a hung API server fails the
+# task (or the request is retried within retry_seconds) instead of hanging it.
+REQUEST_TIMEOUT = 30.0
 # Answered before the request was acted on: retried for any request.
 RETRY_ALWAYS = (429, 503)
 # May come after the request was acted on: retried only for requests that
 # are safe to send again (see K8sClient.resend_safe).
 RETRY_IF_SAFE = (500, 502, 504)
+# The transport faults (labels of transport_fault) that request_timeout ends.
+TIMEOUTS = ("connection timed out", "read timed out")
 
 
 def auth_argument_spec():
@@ -71,8 +80,138 @@ def auth_argument_spec():
         client_cert=dict(type="path", aliases=["cert_file"], fallback=env("K8S_AUTH_CERT_FILE", "K8S_AUTH_CLIENT_CERT")),
         client_key=dict(type="path", aliases=["key_file"], no_log=False,
                         fallback=env("K8S_AUTH_KEY_FILE", "K8S_AUTH_CLIENT_KEY")),
+        username=dict(type="str", fallback=env("K8S_AUTH_USERNAME")),
+        password=dict(type="str", no_log=True, fallback=env("K8S_AUTH_PASSWORD")),
+        proxy=dict(type="str", fallback=env("K8S_AUTH_PROXY")),
+        no_proxy=dict(type="str", fallback=env("K8S_AUTH_NO_PROXY")),
+        # apply_defaults: the K8S_AUTH_PROXY_HEADERS_* fallbacks apply when
+        # the task gives no proxy_headers at all.
+        proxy_headers=dict(type="dict", apply_defaults=True, options=dict(
+            proxy_basic_auth=dict(type="str", no_log=True, fallback=env("K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH")),
+            basic_auth=dict(type="str", no_log=True, fallback=env("K8S_AUTH_PROXY_HEADERS_BASIC_AUTH")),
+            user_agent=dict(type="str", fallback=env("K8S_AUTH_PROXY_HEADERS_USER_AGENT")),
+        )),
+        impersonate_user=dict(type="str", fallback=env("K8S_AUTH_IMPERSONATE_USER")),
+        impersonate_groups=dict(type="list", elements="str", fallback=env("K8S_AUTH_IMPERSONATE_GROUPS")),
         retry_seconds=dict(type="float", default=RETRY_SECONDS),
+        request_timeout=dict(type="float", default=REQUEST_TIMEOUT),
     )
+
+
+def _option_error(field, value, allowed, message=None):
+    """The collection's field error; `message` replaces the usual
+    "field=value is out of range" for a combination of options."""
+    error = ValueRangeError(field, value, allowed)
+    if message:
+        error.args = ("%s: allowed %s" % (message, allowed),)
+    return error
+
+
+def _check_proxy_url(url):
+    try:
+        parts = urlsplit(url)
+        # .port raises ValueError for a port that is not a number in range.
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValueRangeError("proxy", url, "an http:// or https:// URL with a host, e.g. http://proxy.example:3128")
+
+
+def check_connection_options(params):
+    """Refuses connection options that cannot work, before any API call,
+    naming the option (ValueRangeError)."""
+    username, password = params.get("username"), params.get("password")
+    if username is not None and not username.strip():
+        raise _option_error("username", username, "a user name")
+    if password is not None and username is None:
+        raise _option_error("password", None, "only together with username (HTTP basic auth)",
+                            "password is set without username")
+    if username is not None and password is None:
+        raise _option_error("username", username, "only together with password (HTTP basic auth)",
+                            "username=%r is set without password" % username)
+    if username and params.get("api_key"):
+        raise _option_error("username", username, "either username with password or api_key, not both",
+                            "username=%r and api_key are both set" % username)
+    user, groups = params.get("impersonate_user"), params.get("impersonate_groups")
+    if user is not None and not user.strip():
+        raise _option_error("impersonate_user", user, "a user name")
+    if groups and user is None:
+        raise _option_error("impersonate_groups", groups,
+                            "only together with impersonate_user (the groups of the user impersonated)",
+                            "impersonate_groups=%r is set without impersonate_user" % (groups,))
+    for group in groups or []:
+        if not group.strip():
+            raise _option_error("impersonate_groups", groups, "group names, none empty")
+    if params.get("proxy") is not None:
+        _check_proxy_url(params["proxy"])
+    for header in ("proxy_basic_auth", "basic_auth"):
+        value = (params.get("proxy_headers") or {}).get(header)
+        if value is not None and ":" not in value:
+            raise _option_error("proxy_headers.%s" % header, None, "USER:PASSWORD, colon-separated",
+                                "proxy_headers.%s is not USER:PASSWORD" % header)
+    timeout = params.get("request_timeout")
+    if timeout is not None and not timeout > 0:
+        raise _option_error("request_timeout", timeout, "more than 0 seconds")
+
+
+# Keys of a kubeconfig's users[].user that hold credentials, and words that
+# mark the credentials of its auth-provider's config.
+KUBECONFIG_SECRET_KEYS = ("token", "password", "client-key-data")
+AUTH_PROVIDER_SECRET_WORDS = ("token", "secret")
+
+
+def connection_secrets(params):
+    """The secret values among the connection options that no_log cannot
+    hide by itself, for AnsibleModule.no_log_values: the credentials inside a
+    kubeconfig given as a dict (kubeconfig is a path or a dict, so it cannot
+    be no_log as a whole) and the password of a proxy URL."""
+    found = []
+    kubeconfig = params.get("kubeconfig")
+    users = kubeconfig.get("users") if isinstance(kubeconfig, dict) else None
+    for entry in users if isinstance(users, list) else []:
+        user = entry.get("user") if isinstance(entry, dict) else None
+        if not isinstance(user, dict):
+            continue
+        found.extend(user.get(key) for key in KUBECONFIG_SECRET_KEYS)
+        provider = user.get("auth-provider")
+        config = provider.get("config") if isinstance(provider, dict) else None
+        if isinstance(config, dict):
+            found.extend(value for key, value in config.items()
+                         if any(word in str(key).lower() for word in AUTH_PROVIDER_SECRET_WORDS))
+    proxy = params.get("proxy")
+    if isinstance(proxy, str):
+        try:
+            found.append(urlsplit(proxy).password)
+        except ValueError:  # refused by check_connection_options
+            pass
+    return set(value for value in found if isinstance(value, str) and value)
+
+
+class RepeatedHeader(str):
+    """A header name that is a dict key of its own for each value: the
+    kubernetes client and urllib3 keep headers in a dict, and the API server
+    takes one Impersonate-Group line per group (a comma-joined value would be
+    one group whose name has commas)."""
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
+
+def impersonation_headers(params):
+    """[(header, value)] that make the API server act as impersonate_user in
+    impersonate_groups (the identity authenticated needs the impersonate verb)."""
+    user = params.get("impersonate_user")
+    if user is None:
+        return []
+    return [("Impersonate-User", user)] + [(RepeatedHeader("Impersonate-Group"), group)
+                                           for group in params.get("impersonate_groups") or []]
 
 
 class K8sClientError(Exception):
@@ -124,7 +263,9 @@ def build_configuration(params):
     with any option given overriding what it says."""
     configuration = k8s_client.Configuration()
     host, api_key = params.get("host"), params.get("api_key")
-    self_sufficient = host and (api_key or (params.get("client_cert") and params.get("client_key")))
+    username, password = params.get("username"), params.get("password")
+    self_sufficient = host and (api_key or (username and password is not None)
+                                or (params.get("client_cert") and params.get("client_key")))
     try:
         if not self_sufficient:
             kubeconfig, context = params.get("kubeconfig"), params.get("context")
@@ -147,6 +288,20 @@ def build_configuration(params):
         configuration.host = host.rstrip("/")
     if api_key:
         configuration.api_key = {"authorization": "Bearer " + api_key}
+    if username:
+        # HTTP basic auth, as the kubernetes library sends a kubeconfig's
+        # username and password; it replaces the kubeconfig's token.
+        configuration.username, configuration.password = username, password
+        configuration.api_key = {"authorization": configuration.get_basic_auth_token()}
+        configuration.refresh_api_key_hook = None
+    if params.get("proxy"):
+        configuration.proxy = params["proxy"]
+    if params.get("no_proxy"):
+        configuration.no_proxy = params["no_proxy"]
+    proxy_headers = dict((name, value) for name, value in (params.get("proxy_headers") or {}).items()
+                         if value is not None)
+    if proxy_headers:
+        configuration.proxy_headers = make_headers(**proxy_headers)
     # One layer of retries, the client's own (with back-off, bounded in time
     # and reported), instead of urllib3's silent immediate ones.
     configuration.retries = False
@@ -240,7 +395,11 @@ class K8sClient(object):
 
     def __init__(self, params, dry_run=False, sleep=time.sleep, clock=time.monotonic, rand=random.random):
         self.api = k8s_client.ApiClient(build_configuration(params))
+        for header, value in impersonation_headers(params):
+            self.api.set_default_header(header, value)
         self.dry_run = dry_run
+        timeout = params.get("request_timeout")
+        self.request_timeout = REQUEST_TIMEOUT if timeout is None else timeout
         self.retry_log = RetryLog()
         seconds = params.get("retry_seconds")
         seconds = RETRY_SECONDS if seconds is None else max(0.0, seconds)
@@ -284,11 +443,15 @@ class K8sClient(object):
 
     def _send_once(self, method, path, serialized, resend_safe):
         try:
-            response = self.api.call_api(*serialized)
+            response = self.api.call_api(*serialized, _request_timeout=self.request_timeout)
             response.read()
         except Exception as exc:  # urllib3 and ssl raise many unrelated types on transport errors
-            message = "%s %s: cannot reach the API server at %s: %s" % (method, path, self.api.configuration.host, exc)
             fault = transport_fault(exc)
+            message = "%s %s: cannot reach the API server at %s%s: %s" % (
+                method, path, self.api.configuration.host, self._through_proxy(), exc)
+            if fault is not None and fault[0] in TIMEOUTS:
+                message = "%s %s: the API server at %s%s did not answer within request_timeout=%g s (%s)" % (
+                    method, path, self.api.configuration.host, self._through_proxy(), self.request_timeout, fault[0])
             if fault is None or (fault[1] and not resend_safe):
                 raise K8sClientError(message)
             raise TransientError(message, Transient(fault[0]), sent=fault[1])
@@ -301,6 +464,13 @@ class K8sClient(object):
                                      status=response.status)
             raise error
         return response
+
+    def _through_proxy(self):
+        """ " through the proxy SCHEME://HOST:PORT" (without its credentials)
+        when requests go through one (not when no_proxy bypasses it)."""
+        pool = getattr(getattr(self.api, "rest_client", None), "pool_manager", None)
+        proxy = getattr(pool, "proxy", None)  # the URL of a urllib3 ProxyManager
+        return " through the proxy %s://%s" % (proxy.scheme, proxy.netloc) if proxy is not None else ""
 
     def request(self, method, path, query=None, body=None, content_type=None, parse=True, accept="application/json"):
         headers = {"Accept": accept}

@@ -2,8 +2,9 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The AnsibleModule of the collection's Kubernetes modules: the connection
-options, the kubernetes library check, option checks that fail naming the
-field, and one client per task whose API errors fail the task."""
+options (their secrets kept out of every output), the kubernetes library
+check, option checks that fail naming the field, and one client per task
+whose API errors fail the task."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,7 +15,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.names im
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import ReportsRetries
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
-    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec)
+    HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec, check_connection_options, connection_secrets)
 
 
 class K8sModule(ReportsRetries, AnsibleModule):
@@ -27,13 +28,19 @@ class K8sModule(ReportsRetries, AnsibleModule):
         spec = auth_argument_spec()
         spec.update(argument_spec)
         super(K8sModule, self).__init__(argument_spec=spec, supports_check_mode=True, **kwargs)
+        # Again with the values taken from K8S_AUTH_* (a proxy URL's password).
+        self.no_log_values.update(connection_secrets(self.params))
         self.failed = failed or {}
         if not HAS_KUBERNETES:
             self.fail_json(msg=missing_required_lib("kubernetes"))
+        self.checked(check_connection_options)
         self.checked(lambda params: check_names(params, name_fields))
 
     def _load_params(self):
         super(K8sModule, self)._load_params()
+        # Before the options are validated: a validation failure returns
+        # them all (invocation.module_args), a dict kubeconfig included.
+        self.no_log_values.update(connection_secrets(self.params))
         # The options the task set, before defaults fill in the others: for
         # an option whose null means something else than leaving it out.
         self.given_options = frozenset(self.params)

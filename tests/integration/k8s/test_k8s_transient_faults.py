@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import urllib3
 from kubernetes import client
 
-from apiproxy import FORWARDED_HEADERS, kubeconfig_parts
+from apiproxy import FORWARDED_HEADERS, LoopbackServer, kubeconfig_parts
 from nodes import node_state
 from run_module import run_module
 
@@ -27,7 +27,7 @@ def node_reasons(kube_admin, name):
     return [event.reason for event in sorted(found, key=lambda e: e.event_time)]
 
 
-class FaultProxy(object):
+class FaultProxy(LoopbackServer):
     """faults: [(method or None, fault)], each used once, in order, on the
     first request of that method; fault is an HTTP status to answer with,
     "drop" (close the connection unanswered) or "drop_after" (forward, then
@@ -81,10 +81,7 @@ class FaultProxy(object):
 
             do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = _serve
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
 
     def take(self, method):
         with self.lock:
@@ -95,14 +92,6 @@ class FaultProxy(object):
                     del self.faults[index]
                     return fault
         return None
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
     def sent(self, method):
         return [path for sent_method, path, _fault in self.requests if sent_method == method]

@@ -108,12 +108,14 @@ class FakeApi(object):
     def __init__(self, answers):
         self.answers = list(answers)
         self.sent = []
+        self.timeouts = []
 
     def param_serialize(self, method, path, query_params=None, header_params=None, body=None, auth_settings=None):
         return (method, path, query_params, body)
 
-    def call_api(self, method, path, query_params, body):
+    def call_api(self, method, path, query_params, body, _request_timeout=None):
         self.sent.append((method, path, body))
+        self.timeouts.append(_request_timeout)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -197,6 +199,25 @@ def test_retry_seconds_zero_tries_once():
     with pytest.raises(k8s.K8sClientError, match="cannot reach the API server"):
         client.get("/api/v1/nodes/n")
     assert len(client.api.sent) == 1 and clock.sleeps == []
+
+
+def test_every_request_has_the_request_timeout_and_a_timed_out_one_fails_naming_it():
+    timed_out = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes/n", "Read timed out. (read timeout=2.5)")
+    client, _clock = faked([Answer(200, NODE), timed_out], retry_seconds=0)
+    client.request_timeout = 2.5
+    client.get("/api/v1/nodes/n")
+    with pytest.raises(k8s.K8sClientError) as raised:
+        client.get("/api/v1/nodes/n")
+    assert client.api.timeouts == [2.5, 2.5]
+    assert str(raised.value) == ("GET /api/v1/nodes/n: the API server at https://api.example:6443 did not answer "
+                                 "within request_timeout=2.5 s (read timed out)")
+
+
+def test_a_timed_out_read_is_retried_within_retry_seconds():
+    timed_out = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes/n", "Read timed out.")
+    client, _clock = faked([timed_out, Answer(200, NODE)])
+    assert client.get("/api/v1/nodes/n") == NODE
+    assert client.retry_log.report()["errors"] == ["read timed out"]
 
 
 def test_unguarded_writes_are_resent_only_after_faults_that_precede_their_being_applied():
