@@ -77,9 +77,10 @@ def svg_line_chart(lines, title, times, y_label, width=640, height=240, y_max=No
                                  y_max=y_max))
 
 
-def report_rows(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None):
+def report_rows(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None, kubevirt=None):
     try:
-        return report.page(hosts, generated, hypervisors=hypervisors, nodes=nodes, two_layer=two_layer, plan=plan)
+        return report.page(hosts, generated, hypervisors=hypervisors, nodes=nodes, two_layer=two_layer, plan=plan,
+                           kubevirt=kubevirt)
     except (ValueRangeError, TypeError, KeyError, AttributeError) as exc:
         raise AnsibleFilterError("report_rows: %s" % exc)
 

@@ -136,6 +136,9 @@ vms:
     compute_cpu_limit:
       description: The CPU limit of the launcher pod's C(compute) container now, as the pod says it.
       type: str
+    cpu_request:
+      description: The CPU request of the launcher pod's C(compute) container, in CPUs (no cap may go under it).
+      type: float
     policy:
       description: The control policy's state kept on the VMI (empty when none).
       type: dict

@@ -105,6 +105,9 @@ def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
           "policy": _policy_of(domain),
           # The kill switch an operator set in the domain's metadata.
           "paused": bool(domain.get("paused"))}
+    if domain.get("cpu_request") is not None:
+        # Kubernetes refuses a launcher's CPU limit under its request.
+        vm["min_cap_cpus"] = domain["cpu_request"]
     if domain.get("class") == BURSTABLE and domain.get("vcpus"):
         vm["baseline_cpus"] = domain.get("baseline_cpus") or domain["vcpus"] * baseline_fraction
     return vm
@@ -243,6 +246,13 @@ def rounds(measured, nodes=None, kubevirt=None):
                     vms.append(vm_input(name, this_round))
         if hosts:
             out.append((position, hosts, vms))
+    for name in sorted(per_host):
+        for vm in kubevirt_vms.get(name, []):
+            if _kubevirt_round(vm, last) is None:
+                skipped.append({"host": vm_key(dict(vm, platform=KUBEVIRT)),
+                                "reason": "Prometheus had no usage of it in the last round (round %d): nothing is "
+                                          "planned for it (is virt-handler scraped, and the rate window at least twice "
+                                          "the scrape interval?)" % (last + 1)})
     for name, host_rounds in sorted(per_host.items()):
         if host_rounds[-1][0] != last:
             skipped.append({"host": name, "reason": "its last round (%d) could not be read: nothing is planned for it"

@@ -221,7 +221,9 @@ def vm_view(vm, index=0):
     shape ({name, class, vcpus, cap_cpus, throttle, usage: {cpus_used,
     steal_cpus}}) plus `host`, `policy` (the state of the last cycle),
     `floor_cpus`, `baseline_cpus`, `entitled_cpus`, `credits`, `pressure`
-    and `paused`; flat cpus_used/steal_cpus are accepted too."""
+    `paused`, `platform` (libvirt, kubevirt) and `min_cap_cpus` (the least
+    cap the platform takes: a KubeVirt launcher's CPU request); flat
+    cpus_used/steal_cpus are accepted too."""
     field = "vms[%d]" % index
     if not isinstance(vm, dict) or not vm.get("name") or not vm.get("host"):
         raise ValueRangeError(field, vm, "a mapping with name and host")
@@ -251,6 +253,7 @@ def vm_view(vm, index=0):
         "pressure": _number(field + ".pressure", pressure),
         "state": _state(vm.get("policy"), field + ".policy"),
         "floor": _number(field + ".floor_cpus", vm.get("floor_cpus")),
+        "min_cap": _number(field + ".min_cap_cpus", vm.get("min_cap_cpus")),
         "baseline": baseline,
         "entitled": _number(field + ".entitled_cpus", vm.get("entitled_cpus")),
         "credits": _number(field + ".credits", vm.get("credits")),
@@ -289,10 +292,13 @@ def is_culprit(vm, want, ent, params):
 
 def floor_of(vm, params):
     if vm["floor"] is not None:
-        return vm["floor"]
-    if vm["class"] == BURSTABLE:
-        return vm["baseline"]
-    return vm["vcpus"] * params["floor_fraction"]
+        floor = vm["floor"]
+    elif vm["class"] == BURSTABLE:
+        floor = vm["baseline"]
+    else:
+        floor = vm["vcpus"] * params["floor_fraction"]
+    # A cap the platform refuses under (a launcher pod's limit under its request) is no cap.
+    return max(floor, vm.get("min_cap") or 0.0)
 
 
 def entitlements(host, vms, states=None):

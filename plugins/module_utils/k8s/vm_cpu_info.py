@@ -91,7 +91,7 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         "platform": "kubevirt", "active": view["phase"] == "Running", "vcpus": view["vcpus"],
         "class": declared if declared in CLASSES else None,
         "cap_cpus": brake.cap_cpus(view), "desired": view["desired"], "throttle": view["record"],
-        "applied": view["applied"], "pod": None, "compute_cpu_limit": None,
+        "applied": view["applied"], "pod": None, "compute_cpu_limit": None, "cpu_request": None,
         "policy": policy or {},
         # The kill switch: the label on the VMI or on its VirtualMachine.
         "paused": "true" in (labels.get(keys["paused"]), owner_labels.get(keys["paused"])),
@@ -102,7 +102,7 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         entry["policy_error"] = policy_error
     if pod is not None:
         current = brake.pod_view(pod)
-        entry.update(pod=current["name"], compute_cpu_limit=current["limit_text"])
+        entry.update(pod=current["name"], compute_cpu_limit=current["limit_text"], cpu_request=current["cpu_request"])
     if usage_rounds is not None:
         entry["usage_rounds"] = usage_rounds
         entry["usage"] = dict(usage_rounds[-1], window_seconds=window) if usage_rounds else {}

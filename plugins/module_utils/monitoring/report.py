@@ -332,19 +332,40 @@ def _signals_text(signals):
                      for key, value in sorted((signals or {}).items()) if value is not None)
 
 
-def plan_rows(plan, host_views):
+def _kubevirt_series(plan, kubevirt):
+    """{namespace/name: {used, steal, caps}} of the KubeVirt VMs read at the
+    plan's round times, and those times."""
+    times = [r.get("time") for r in plan.get("rounds") or []]
+    if isinstance(kubevirt, dict):
+        kubevirt = kubevirt.get("vms")
+    out = {}
+    for vm in kubevirt or []:
+        usage = (vm.get("usage_rounds") or [])[:len(times)] if isinstance(vm, dict) else []
+        if usage and len(usage) == len(times):
+            out[vm["name"]] = {"used": [_number((u or {}).get("cpus_used")) for u in usage],
+                               "steal": [_number((u or {}).get("steal_cpus")) for u in usage],
+                               "caps": [_number(vm.get("cap_cpus"))] * len(times)}
+    return out, times
+
+
+def plan_rows(plan, host_views, kubevirt=None):
     """One row per action of a recommended plan: what it does, the rule and
     reason, the signals behind it, and the plot of the VM (CPUs used, steal,
-    its cap and the planned one) or of its host's pressure (a node)."""
+    its cap and the planned one) or of its host's pressure (a node).
+    kubevirt: kubevirt_vm_cpu_info's VMs read at the plan's round times."""
     views = dict((view["name"], view) for view in host_views)
+    kubevirt_vms, round_times = _kubevirt_series(plan, kubevirt)
     gate_at = (plan.get("parameters") or {}).get("gate_pressure", GATE_PRESSURE)
     rows = []
     for action in plan.get("actions") or []:
         series = (views.get(action.get("host")) or {}).get("series")
         chart = None
-        if series and action.get("vm") in series["vms"]:
-            vm = series["vms"][action["vm"]]
-            times = series["vm_times"]
+        vm, times = None, None
+        if action.get("platform") == "kubevirt" and action.get("vm") in kubevirt_vms:
+            vm, times = kubevirt_vms[action["vm"]], round_times
+        elif action.get("platform") != "kubevirt" and series and action.get("vm") in series["vms"]:
+            vm, times = series["vms"][action["vm"]], series["vm_times"]
+        if vm is not None:
             lines = [{"label": "CPUs used", "values": vm["used"], "colour": svg.colour(0)},
                      {"label": "steal", "values": vm["steal"], "colour": svg.colour(1)},
                      {"label": "cap", "values": vm["caps"], "colour": svg.colour(2), "dashed": True, "step": True}]
@@ -366,20 +387,20 @@ def plan_rows(plan, host_views):
     return rows
 
 
-def plan_view(plan, host_views):
+def plan_view(plan, host_views, kubevirt=None):
     """The plan's part of the page: its id, times and rows, and what it held
     back or deferred."""
     if not isinstance(plan, dict) or "id" not in plan:
         raise ValueRangeError("plan", plan, "a plan made by the recommend_plan filter")
     return {"id": plan["id"], "created": plan.get("created"), "expires": utc_text(plan["expires_unix"]),
-            "rows": plan_rows(plan, host_views),
+            "rows": plan_rows(plan, host_views, kubevirt),
             "held": ["%s: %s" % (a["object"], a.get("held")) for a in plan.get("held") or []],
             "deferred": ["%s: %s" % (a["object"], a.get("deferred")) for a in plan.get("deferred") or []],
             "notes": ["%s: %s" % (n.get("object"), n.get("note")) for n in plan.get("notes") or []],
             "skipped": ["%s: %s" % (s.get("host"), s.get("reason")) for s in plan.get("skipped") or []]}
 
 
-def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None):
+def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None, kubevirt=None):
     """The whole page's content. hosts: {name: what host_view takes};
     generated: unix time the report was made; hypervisors: the names the
     report should have (a name without measurements shows as not measured);
@@ -403,7 +424,7 @@ def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=No
     return {
         "generated": utc_text(generated),
         "hosts": host_views,
-        "plan": plan_view(plan, host_views) if plan is not None else None,
+        "plan": plan_view(plan, host_views, kubevirt) if plan is not None else None,
         "kubernetes": nodes is not None,
         "nodes_total": len(nodes or []),
         "gated": gated_rows(nodes, generated) if nodes is not None else [],

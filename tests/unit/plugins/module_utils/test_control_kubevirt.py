@@ -28,13 +28,13 @@ def domain(name, used, steal, vcpus=2, klass="burstable"):
 def host(rounds=3, node="worker-1", avg10=50.0):
     pressure = {"cpus": 2, "procs_running": 5, "pressure": {"cpu": {"some": {"avg10": avg10, "avg60": avg10 - 10}}}}
     return {"vm_rounds": [{"domains": [domain("victim-1", 0.67, 0.33), domain("victim-2", 0.66, 0.34)]}
-                          for _ in range(rounds)],
-            "pressure_rounds": [dict(pressure) for _ in range(rounds)], "node": node, "paused": False}
+                          for index in range(rounds)],
+            "pressure_rounds": [dict(pressure) for index in range(rounds)], "node": node, "paused": False}
 
 
 def kubevirt_vm(name="tenant-a/noisy", node="worker-1", used=0.67, steal=0.33, rounds=3, **extra):
     # As kubevirt_vm_cpu_info returns it.
-    usage = [{"cpus_used": used, "steal_cpus": steal} for _ in range(rounds)]
+    usage = [{"cpus_used": used, "steal_cpus": steal} for index in range(rounds)]
     vm = {"name": name, "node": node, "platform": "kubevirt", "active": True, "vcpus": 1, "class": "shared",
           "cap_cpus": None, "throttle": None, "policy": {}, "paused": False, "usage_rounds": usage,
           "usage": dict(usage[-1], window_seconds=10) if usage else {}}
@@ -142,3 +142,19 @@ def test_a_state_is_written_only_when_it_differs():
         "metadata": {"annotations": {"overcommit.control/policy": None}}}
     assert vmi_policy_state.paused_patch(vmi, False, keys) is None
     assert vmi_policy_state.paused_patch(vmi, True, keys) == {"metadata": {"labels": {"overcommit.control/paused": "true"}}}
+
+
+def test_no_cap_goes_under_the_launchers_cpu_request():
+    # The policy's floor for a 1 vCPU shared VM is 0.1 CPU; Kubernetes refuses a limit under the request.
+    plan = recommend.replay({"hv-1": host()}, None, TIMES, {"floor_fraction": 0.1},
+                            kubevirt=[kubevirt_vm(cpu_request=0.4)])["last"]
+    (throttle,) = plan["actions"]
+    assert throttle["cpus"] >= 0.4 and throttle["signals"]["floor_cpus"] == 0.4
+
+
+def test_a_vm_without_usage_in_the_last_round_is_named_as_not_planned():
+    vm = kubevirt_vm()
+    vm["usage_rounds"][-1] = {"cpus_used": None, "steal_cpus": None}
+    observed = observe.rounds({"hv-1": host()}, None, [vm])
+    (skipped,) = observed["skipped"]
+    assert skipped["host"] == "kubevirt/tenant-a/noisy" and "no usage of it in the last round" in skipped["reason"]

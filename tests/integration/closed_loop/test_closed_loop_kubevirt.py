@@ -1,0 +1,206 @@
+"""The closed loop acting on KubeVirt VMs: playbooks/closed_loop.yml with
+kubevirt=true, run by ansible-playbook against the lab's real
+kube-apiserver (KubeVirt's CRDs), its real Prometheus, and the real CPU
+pressure of the lab host that stands for the VMs' node (lab-node-a).
+
+What the lab cannot have is said here. No virt-handler runs, so the VMs'
+usage (KubeVirt's VMI metrics) is served by virt_handler_metrics through
+the real node_exporter textfile collector and scraped by the real
+Prometheus, at rates the test sets: the noisy VM burns its vCPU, the
+victim's vCPUs wait (steal). No kubelet runs, so the brake is judged by
+what the API server stored - the launcher pod's compute CPU limit after
+the resize - and the "culprit stops" by its fed usage falling. The host's
+contention is real: two spinning processes keep both of the machine's
+cores busy while the loop is to contain (the policy never throttles while
+the host has CPU to spare). The policy parameters are shortened as an
+operator may set them (calm and cooldown of 0 s, big relax steps)."""
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kubevirt_fleet import NAMESPACE, Fleet
+from run_module import INVENTORY, ROOT
+from virt_handler_metrics import VirtHandlerMetrics
+
+PREFIX = "overcommit.control/"
+POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.2, "floor_fraction": 0.1,
+          "pressure_relax": 100.0}
+WINDOW = 10
+
+
+def cpus(quantity):
+    """A CPU quantity as the API server stores it (1, 500m) in CPUs."""
+    return int(quantity[:-1]) / 1000.0 if quantity.endswith("m") else float(quantity)
+
+
+def spin():
+    while True:
+        pass
+
+
+class Contention(object):
+    """One spinning process per core of the machine."""
+
+    def __init__(self):
+        self.processes = []
+
+    def start(self):
+        self.processes = [multiprocessing.Process(target=spin, daemon=True) for core in range(os.cpu_count() or 2)]
+        for process in self.processes:
+            process.start()
+
+    def stop(self):
+        for process in self.processes:
+            process.terminate()
+            process.join()
+        self.processes = []
+
+
+@pytest.fixture
+def scenario(lab, kube_admin):
+    fleet = Fleet(kube_admin)
+    metrics = VirtHandlerMetrics(lab["OVERCOMMIT_TEXTFILE_DIR"]).start()
+    contention = Contention()
+    # The noisy VM's launcher had a limit of its own: restore gives exactly it back.
+    noisy = fleet.vmi(cores=1, limits={"cpu": "1"}, labels={PREFIX + "class": "shared"}, vm=True)
+    victim = fleet.vmi(cores=2, labels={PREFIX + "class": "burstable"}, vm=True)
+    metrics.set(NAMESPACE, noisy, "lab-node-a", cpus_used=1.0, steal_cpus=0.0, vcpus=1)
+    metrics.set(NAMESPACE, victim, "lab-node-a", cpus_used=0.6, steal_cpus=0.6, vcpus=2)
+    yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim}
+    contention.stop()
+    metrics.stop()
+    fleet.cleanup()
+
+
+def command(lab, cycle_dir, **extra):
+    extra_vars = dict({"samples": 1, "interval": 2, "policy": POLICY, "kubevirt": True, "kubevirt_namespace": NAMESPACE,
+                       "kubevirt_window": WINDOW, "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"],
+                       "cycle_dir": str(cycle_dir)}, **extra)
+    return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
+            os.path.join(ROOT, "playbooks", "closed_loop.yml"), "-e", json.dumps(extra_vars)]
+
+
+def environment(lab):
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
+                K8S_AUTH_KUBECONFIG=lab["OVERCOMMIT_KUBECONFIG_OPERATOR"])
+
+
+def summary_in(cycle_dir):
+    (name,) = os.listdir(str(cycle_dir))
+    with open(str(cycle_dir / name)) as handle:
+        return json.load(handle)
+
+
+def cycle(lab, tmp_path, fleet, **extra):
+    cycle_dir = tmp_path / ("cycle-%d" % len(os.listdir(str(tmp_path))))
+    cycle_dir.mkdir()
+    completed = subprocess.run(command(lab, cycle_dir, kubevirt_selector=fleet.selector, **extra),
+                               env=environment(lab), capture_output=True,
+                               text=True, check=False)
+    assert completed.returncode == 0, completed.stdout[-5000:] + completed.stderr[-2000:]
+    return summary_in(cycle_dir), completed.stdout
+
+
+def settle():
+    """Prometheus' rate window holds only what the feed says now."""
+    time.sleep(WINDOW + 3)
+
+
+def throttles(fleet, name):
+    return [e for e in fleet.events(name) if e[1] == "CPULimitApplied"]
+
+
+def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exactly(lab, tmp_path, scenario):
+    fleet, noisy, victim = scenario["fleet"], scenario["noisy"], scenario["victim"]
+    key, victim_key = "kubevirt/%s/%s" % (NAMESPACE, noisy), "kubevirt/%s/%s" % (NAMESPACE, victim)
+    limit_before = fleet.compute_limits(noisy)["cpu"]
+    scenario["contention"].start()
+    settle()
+    summary, output = cycle(lab, tmp_path, fleet)
+    scenario["contention"].stop()
+    actions = [(a["action"], a["object"], a["rule"]) for a in summary["actions"]]
+    assert actions == [("throttle", key, "contain")], (summary["notes"], summary["skipped"], summary["lines"])
+    cap = summary["actions"][0]["cpus"]
+    assert summary["outcome"]["applied"] == [key], summary["lines"]
+    # The brake as the API server stored it: the launcher pod's compute limit is the cap.
+    annotations = fleet.annotations(noisy)
+    assert cpus(annotations[PREFIX + "cpu-limit"]) == pytest.approx(cap)
+    assert cpus(fleet.compute_limits(noisy)["cpu"]) == pytest.approx(cap)
+    record = json.loads(annotations[PREFIX + "cpu-limit-throttle"])
+    assert record["plan"] == summary["cycle"] and record["reason"].startswith("contain: ")
+    assert record["previous"] == limit_before
+    assert json.loads(annotations[PREFIX + "policy"])["cap"] == pytest.approx(cap)
+    assert len(throttles(fleet, noisy)) == 1
+    # Only the culprit: the victim has no cap.
+    assert PREFIX + "cpu-limit" not in fleet.annotations(victim)
+    assert victim_key not in [a["object"] for a in summary["actions"]]
+
+    # The culprit stops (its usage falls under the cap), the victim no longer waits.
+    scenario["metrics"].set(NAMESPACE, noisy, "lab-node-a", cpus_used=0.0, steal_cpus=0.0, vcpus=1)
+    scenario["metrics"].set(NAMESPACE, victim, "lab-node-a", cpus_used=0.2, steal_cpus=0.0, vcpus=2)
+    settle()
+    steps = []
+    for attempt in range(8):
+        summary, output = cycle(lab, tmp_path, fleet)
+        steps += [(a["action"], a.get("cpus")) for a in summary["actions"] if a["object"] == key]
+        if PREFIX + "cpu-limit" not in fleet.annotations(noisy):
+            break
+    assert [action for action, _cpus in steps][-1] == "restore", (steps, output[-3000:])
+    assert "relax" in [action for action, _cpus in steps[:-1]], steps
+    relaxed = [cpus for action, cpus in steps if action == "relax"]
+    assert relaxed == sorted(relaxed) and relaxed[0] > cap, steps
+    # Restored exactly: the limit the launcher had before, no cap, no record; the
+    # policy's state keeps only when it let go.
+    annotations = fleet.annotations(noisy)
+    assert fleet.compute_limits(noisy)["cpu"] == limit_before
+    assert not [k for k in (PREFIX + "cpu-limit", PREFIX + "cpu-limit-throttle") if k in annotations], annotations
+    assert list(json.loads(annotations[PREFIX + "policy"])) == ["restored_at"], annotations
+
+
+def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, tmp_path, scenario):
+    fleet, noisy = scenario["fleet"], scenario["noisy"]
+    key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
+    scenario["contention"].start()
+    settle()
+    runs = []
+    for index in range(2):
+        cycle_dir = tmp_path / ("cycles-%d" % index)
+        cycle_dir.mkdir()
+        runs.append((cycle_dir, subprocess.Popen(command(lab, cycle_dir, kubevirt_selector=fleet.selector),
+                                                 env=environment(lab),
+                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    summaries = []
+    for cycle_dir, process in runs:
+        output = process.communicate(timeout=600)[0]
+        assert process.returncode == 0, output[-5000:]
+        summaries.append(summary_in(cycle_dir))
+    scenario["contention"].stop()
+    assert all([(a["action"], a["object"]) for a in s["actions"]] == [("throttle", key)] for s in summaries), summaries
+    applied = [s for s in summaries if key in s["outcome"]["applied"]]
+    assert len(applied) == 1, [s["outcome"] for s in summaries]
+    other = [s for s in summaries if s is not applied[0]][0]
+    assert key in other["outcome"]["conflict"] + other["outcome"]["refused"], other["outcome"]
+    record = json.loads(fleet.annotations(noisy)[PREFIX + "cpu-limit-throttle"])
+    assert record["plan"] == applied[0]["cycle"]
+    assert len(throttles(fleet, noisy)) == 1, fleet.events(noisy)
+
+
+def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(lab, tmp_path, scenario):
+    fleet, noisy = scenario["fleet"], scenario["noisy"]
+    key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
+    fleet.custom.patch_namespaced_custom_object("kubevirt.io", "v1", NAMESPACE, "virtualmachines", noisy,
+                                                {"metadata": {"labels": {PREFIX + "paused": "true"}}})
+    before = (fleet.annotations(noisy), fleet.compute_limits(noisy))
+    scenario["contention"].start()
+    settle()
+    summary, output = cycle(lab, tmp_path, fleet)
+    scenario["contention"].stop()
+    assert summary["actions"] == [] and [h["object"] for h in summary["held"]] == [key], summary
+    assert "held by the kill switch: %s: kill switch: %s is paused" % (key, key) in output
+    assert (fleet.annotations(noisy), fleet.compute_limits(noisy)) == before
