@@ -111,45 +111,21 @@ domains:
   elements: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
-from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
-from ansible_collections.overcommit.control.plugins.module_utils.host.pressure import NoPressureInfo
 from ansible_collections.overcommit.control.plugins.module_utils.host.procfs import ProcFS
-from ansible_collections.overcommit.control.plugins.module_utils.host.signals import domain_signals, host_signals
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.host.signals import host_report
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            uri=dict(type="str", default="qemu:///system"),
+    module = LibvirtModule(
+        dict(
             domains=dict(type="list", elements="str", default=[]),
             collect_domains=dict(type="bool", default=True),
         ),
-        supports_check_mode=True,
+        name_fields=("domains",),
+        libvirt_required=False,
     )
-    fail_on_bad_names(module, ["domains"])
-    fs = ProcFS()
-    try:
-        result = host_signals(fs)
-    except NoPressureInfo as exc:
-        module.fail_json(msg=str(exc))
-    if module.params["collect_domains"]:
-        if not HAS_LIBVIRT:
-            module.fail_json(msg=missing_required_lib("libvirt-python"), **result)
-        try:
-            client = LibvirtClient(module.params["uri"])
-            running = client.running_ids()
-            client.close()
-        except LibvirtClientError as exc:
-            module.fail_json(msg="libvirt at %s: %s" % (module.params["uri"], exc), **result)
-        result["domains"] = domain_signals(fs, running, module.params["domains"])
-        failure_msg = summary(result["domains"])["failure_msg"]
-        if failure_msg:
-            module.fail_json(msg=failure_msg, changed=False, **result)
-    module.exit_json(changed=False, **result)
+    host_report(module, ProcFS())
 
 
 if __name__ == "__main__":

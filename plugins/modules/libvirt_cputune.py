@@ -294,21 +294,17 @@ domains:
       after: {live: {global_period: 100000, global_quota: 200000}, throttle: {reason: INC-4211}}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
-from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
     NAME_FIELDS, CpuTuneRunner, selection_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    module = LibvirtModule(
+        dict(
             selection_argument_spec(),
             state=dict(type="str", default="throttled", choices=["throttled", "restored"]),
             cpus=dict(type="float"),
@@ -328,28 +324,15 @@ def main():
             expected=dict(type="dict"),
             lock_dir=dict(type="path", default=DEFAULT_LOCK_DIR),
         ),
+        name_fields=NAME_FIELDS,
         mutually_exclusive=[("cpus", "quota"), ("emulator_cpus", "emulator_quota")],
         required_one_of=[("domains", "classes")],
         required_if=[("state", "throttled", ("cpus", "quota", "shares", "emulator_cpus", "emulator_quota"), True)],
-        supports_check_mode=True,
     )
-    if not HAS_LIBVIRT:
-        module.fail_json(msg=missing_required_lib("libvirt-python"))
-    fail_on_bad_names(module, NAME_FIELDS)
-    try:
-        client = LibvirtClient(module.params["uri"])
-    except LibvirtClientError as exc:
-        module.fail_json(msg="cannot connect to %s: %s" % (module.params["uri"], exc))
-    runner = CpuTuneRunner(client, module.params, module.check_mode,
-                           now=utc_now(),
+    runner = CpuTuneRunner(None, module.params, module.check_mode, now=utc_now(),
                            requested_by=requester(module.params))
-    try:
-        runner.validate()
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    results = runner.run()
-    client.close()
-    exit_fleet(module, results, "domain", "domains", describe=runner.report_line)
+    exit_fleet(module, module.with_client(runner.validate_and_run), "domain", "domains",
+               describe=runner.report_line)
 
 
 if __name__ == "__main__":

@@ -151,39 +151,26 @@ domains:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
-from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    NAME_FIELDS, describe_domains, selection_argument_spec)
+    NAME_FIELDS, check_sample_seconds, describe_domains, selection_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    module = LibvirtModule(
+        dict(
             selection_argument_spec(),
             sample_seconds=dict(type="float", default=1.0),
         ),
-        supports_check_mode=True,
+        failed={"domains": []},
+        name_fields=NAME_FIELDS,
     )
-    if not HAS_LIBVIRT:
-        module.fail_json(msg=missing_required_lib("libvirt-python"))
-    fail_on_bad_names(module, NAME_FIELDS, domains=[])
-    if module.params["sample_seconds"] < 0:
-        module.fail_json(msg="sample_seconds=%s is out of range: allowed 0 or more" % module.params["sample_seconds"])
-    try:
-        client = LibvirtClient(module.params["uri"])
-        domains = describe_domains(client, module.params["domains"], module.params["classes"],
-                                   module.params["class_namespace"], module.params["sample_seconds"], time.sleep)
-        client.close()
-    except LibvirtClientError as exc:
-        module.fail_json(msg="libvirt at %s: %s" % (module.params["uri"], exc))
-    failure_msg = summary(domains)["failure_msg"]
-    if failure_msg:
-        module.fail_json(msg=failure_msg, domains=domains)
-    module.exit_json(changed=False, domains=domains)
+    module.checked(check_sample_seconds)
+    params = module.params
+    domains = module.with_client(lambda client: describe_domains(
+        client, params["domains"], params["classes"], params["class_namespace"], params["sample_seconds"],
+        time.sleep))
+    module.exit_read("domains", domains)
 
 
 if __name__ == "__main__":

@@ -186,22 +186,17 @@ domains:
       after: {live: {policy: {cap: 0.5, rule: throttle}, pause: null}, config: {policy: {cap: 0.5, rule: throttle}, pause: null}}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
-from ansible_collections.overcommit.control.plugins.module_utils.common.names import fail_on_bad_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    HAS_LIBVIRT, LibvirtClient, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import PolicyStateRunner
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            uri=dict(type="str", default="qemu:///system"),
+    module = LibvirtModule(
+        dict(
             class_namespace=dict(type="str", default=CLASS_NAMESPACE),
             states=dict(type="dict"),
             domains=dict(type="list", elements="str", default=[], aliases=["names"]),
@@ -212,25 +207,13 @@ def main():
             missing=dict(type="str", default="fail", choices=["fail", "ignore"]),
             lock_dir=dict(type="path", default=DEFAULT_LOCK_DIR),
         ),
+        name_fields=("domains",),
         required_one_of=[("states", "paused")],
-        supports_check_mode=True,
     )
-    if not HAS_LIBVIRT:
-        module.fail_json(msg=missing_required_lib("libvirt-python"))
-    fail_on_bad_names(module, ("domains",))
     runner = PolicyStateRunner(None, module.params, module.check_mode, now=utc_now(),
                                requested_by=requester(module.params))
-    try:
-        runner.validate()
-    except ValueRangeError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    try:
-        runner.client = LibvirtClient(module.params["uri"])
-    except LibvirtClientError as exc:
-        module.fail_json(msg="cannot connect to %s: %s" % (module.params["uri"], exc))
-    results = runner.run()
-    runner.client.close()
-    exit_fleet(module, results, "domain", "domains", describe=runner.report_line)
+    module.checked(lambda params: runner.validate())
+    exit_fleet(module, module.with_client(runner.run_over), "domain", "domains", describe=runner.report_line)
 
 
 if __name__ == "__main__":

@@ -50,13 +50,3 @@ def check_names(params, fields):
                 problems.append("%s[%d]=%r %s" % (field, index, value, why))
         if problems:
             raise NameListError(field, problems)
-
-
-def fail_on_bad_names(module, fields, **failed):
-    """For modules without a platform base class: the task fails naming the
-    field (check_names) before any connection; `failed` is what a failed task
-    returns besides msg and field."""
-    try:
-        check_names(module.params, fields)
-    except NameListError as exc:
-        module.fail_json(msg=str(exc), field=exc.field, **failed)

@@ -11,6 +11,8 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.overcommit.control.plugins.module_utils.host.pressure import NoPressureInfo
+
 
 def host_signals(fs):
     """Host-wide signals; raises pressure.NoPressureInfo without PSI."""
@@ -54,3 +56,18 @@ def domain_signals(fs, running, names):
         entry.update({"name": name, "id": running[name]})
         results.append(entry)
     return results
+
+
+def host_report(module, fs):
+    """host_pressure_info's task on a LibvirtModule: the host's signals, and
+    with collect_domains each running domain's; fails without PSI, without
+    libvirt-python or libvirt, and naming every domain not reported."""
+    try:
+        result = host_signals(fs)
+    except NoPressureInfo as exc:
+        module.fail_json(msg=str(exc))
+    if not module.params["collect_domains"]:
+        module.exit_json(changed=False, **result)
+    module.require_libvirt(**result)
+    running = module.with_client(lambda client: client.running_ids(), **result)
+    module.exit_read("domains", domain_signals(fs, running, module.params["domains"]), **result)

@@ -25,6 +25,12 @@ LIVE = "live"
 CONFIG = "config"
 
 
+def connection_argument_spec():
+    """The connection option every libvirt module takes (doc fragment
+    overcommit.control.libvirt)."""
+    return dict(uri=dict(type="str", default="qemu:///system"))
+
+
 class LibvirtClientError(Exception):
     def __init__(self, message, code=None):
         super(LibvirtClientError, self).__init__(message)

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import names
@@ -26,10 +27,10 @@ NAME_FIELDS = ("domains",)
 
 
 def selection_argument_spec():
-    """Options every libvirt module shares (doc fragment overcommit.control.libvirt)
+    """Options libvirt_cputune and libvirt_cputune_info share (doc fragment
+    overcommit.control.libvirt; the connection's `uri` is LibvirtModule's)
     and the way both select domains."""
     return dict(
-        uri=dict(type="str", default="qemu:///system"),
         class_namespace=dict(type="str", default=domain_xml.CLASS_NAMESPACE),
         domains=dict(type="list", elements="str", default=[], aliases=["names"]),
         classes=dict(type="list", elements="str", default=[], choices=list(vm_class.CLASSES)),
@@ -37,6 +38,7 @@ def selection_argument_spec():
 
 
 # Errors that belong to one domain: reported on it, the others carry on.
+# A hand-edited throttle record (domain_xml.RecordError) is a ValueRangeError.
 DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError, LockError)
 EXPECTED_KEYS = ("cap_cpus", "throttle_time")
 
@@ -137,8 +139,18 @@ def select_domains(client, names, classes, class_namespace):
     selected = dict((name, (None, None)) for name in names or [])
     if classes:
         for domain in client.all_domains():
-            described = client.describe(domain)
-            facts = domain_xml.describe(described["xml"], class_namespace)
+            try:
+                described = client.describe(domain)
+            except LibvirtClientError as exc:
+                if exc.code == ERR_NO_DOMAIN:
+                    # Undefined since it was listed: no longer on this host.
+                    continue
+                # Its class cannot be told: reported as this domain's failure.
+                selected[domain.name()] = (domain, None)
+                continue
+            # The class alone decides: a domain whose throttle record cannot
+            # be read is still selected, and fails on its own.
+            facts = domain_xml.class_facts(ET.fromstring(described["xml"]), class_namespace)
             effective, _why = vm_class.resolve_class(facts["declared_class"], facts["pinned"], facts["realtime"])
             if effective in classes:
                 selected[described["name"]] = (domain, described)
@@ -174,6 +186,12 @@ class CpuTuneRunner(object):
                 vcpus=1, cpus=params["cpus"], scope=params["scope"], period=params["period"], quota=params["quota"],
                 shares=params["shares"], emulator_cpus=params["emulator_cpus"],
                 emulator_quota=params["emulator_quota"])
+
+    def validate_and_run(self, client):
+        """validate() then run() over `client` (LibvirtModule.with_client)."""
+        self.client = client
+        self.validate()
+        return self.run()
 
     def run(self):
         selected = select_domains(self.client, self.params["domains"], self.params["classes"],
@@ -274,6 +292,12 @@ class CpuTuneRunner(object):
                                  live=state["active"], config=state["persistent"])
 
 
+def check_sample_seconds(params):
+    """libvirt_cputune_info's sample_seconds: 0 (no measuring) or more."""
+    if params["sample_seconds"] < 0:
+        raise cpu.ValueRangeError("sample_seconds", params["sample_seconds"], "0 or more")
+
+
 def describe_domains(client, names, classes, class_namespace, sample_seconds, sleep):
     """Tuning, class, throttle record and measured usage of many domains:
     usage comes from two domain-stats samples `sample_seconds` apart, each one
@@ -288,7 +312,7 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
         try:
             domain = domain or client.lookup(name)
             state = read_state(client, domain, class_namespace, described)
-        except LibvirtClientError as exc:
+        except (LibvirtClientError, cpu.ValueRangeError) as exc:
             result.update(failed=True, msg=str(exc))
             results.append(result)
             continue

@@ -28,6 +28,7 @@ __metaclass__ = type
 import json
 import xml.etree.ElementTree as ET
 
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
 
 CLASS_NAMESPACE = "https://overcommit.control/xmlns/vm/1"
@@ -41,26 +42,45 @@ POLICY_KEY = "ocpolicy"
 PAUSE_FIELDS = ("reason", "by", "time")
 
 
+class RecordError(cpu.ValueRangeError):
+    """A throttle record in a domain's metadata that cannot be used as it is
+    (edited by hand, or by something else than this collection); names the
+    record's field, e.g. throttle.cpus or throttle.previous.live.global_quota."""
+
+    def __init__(self, field, value, allowed):
+        super(RecordError, self).__init__(field, value, allowed)
+        self.args = ("the throttle record in the domain's metadata cannot be used: %s=%r is out of range: "
+                     "allowed %s; nothing was changed (correct or remove the record: virsh metadata DOMAIN %s "
+                     "--remove --config, and --live while it runs)" % (field, value, allowed, THROTTLE_NAMESPACE),)
+
+
+def class_facts(root, class_namespace=CLASS_NAMESPACE):
+    """What decides a domain's class (pinning, realtime scheduling, declared
+    class) in a parsed domain XML."""
+    cputune = root.find("cputune")
+    declared = root.findtext("metadata/{%s}vm/{%s}class" % (class_namespace, class_namespace))
+    return {
+        "pinned": cputune is not None and cputune.find("vcpupin") is not None,
+        "realtime": cputune is not None and any(
+            sched.get("scheduler") in ("fifo", "rr") for sched in cputune.findall("vcpusched")),
+        "declared_class": declared.strip() if declared else None,
+    }
+
+
 def describe(xml_text, class_namespace=CLASS_NAMESPACE):
     """vcpus, pinning, realtime scheduling, declared class and the throttle
-    record of one domain XML."""
+    record of one domain XML; raises RecordError when the record cannot be
+    used."""
     root = ET.fromstring(xml_text)
     vcpu = root.find("vcpu")
-    cputune = root.find("cputune")
-    pinned = cputune is not None and cputune.find("vcpupin") is not None
-    realtime = cputune is not None and any(
-        sched.get("scheduler") in ("fifo", "rr") for sched in cputune.findall("vcpusched"))
-    declared = root.findtext("metadata/{%s}vm/{%s}class" % (class_namespace, class_namespace))
     record = root.find("metadata/{%s}throttle" % THROTTLE_NAMESPACE)
-    return {
-        "vcpus": int(vcpu.get("current") or vcpu.text) if vcpu is not None else 1,
-        "max_vcpus": int(vcpu.text) if vcpu is not None else 1,
-        "pinned": pinned,
-        "realtime": realtime,
-        "declared_class": declared.strip() if declared else None,
-        "record": parse_record(record) if record is not None else None,
-        "policy": parse_policy_of(root),
-    }
+    return dict(
+        class_facts(root, class_namespace),
+        vcpus=int(vcpu.get("current") or vcpu.text) if vcpu is not None else 1,
+        max_vcpus=int(vcpu.text) if vcpu is not None else 1,
+        record=parse_record(record) if record is not None else None,
+        policy=parse_policy_of(root),
+    )
 
 
 def parse_policy_of(root):
@@ -115,15 +135,48 @@ def policy_xml(state, pause):
     return ET.tostring(element, encoding="unicode")
 
 
+# What a recorded previous value may be: as libvirt reports it live, or 0
+# for "not set" in the persistent config (a negative quota is no limit).
+PREVIOUS_ALLOWED = {
+    "period": ("0 or %d..%d" % cpu.PERIOD_RANGE,
+               lambda v: v == 0 or cpu.PERIOD_RANGE[0] <= v <= cpu.PERIOD_RANGE[1]),
+    "quota": ("-1 (no limit), 0 or %d..%d" % cpu.QUOTA_RANGE,
+              lambda v: v <= 0 or cpu.QUOTA_RANGE[0] <= v <= cpu.QUOTA_RANGE[1]),
+    "shares": ("0..%d" % cpu.SHARES_RANGE_V1[1], lambda v: 0 <= v <= cpu.SHARES_RANGE_V1[1]),
+}
+
+
+def _previous_value(field, text):
+    kind = "shares" if field.endswith("cpu_shares") else field.rsplit("_", 1)[-1]
+    allowed, ok = PREVIOUS_ALLOWED[kind]
+    try:
+        value = int(text)
+    except ValueError:
+        raise RecordError(field, text, "an integer, " + allowed)
+    if not ok(value):
+        raise RecordError(field, value, allowed)
+    return value
+
+
 def parse_record(element):
+    """The throttle record as plain data; raises RecordError, naming the
+    field, for a value restore could not write back (the record is read from
+    the domain, so it is not trusted to be the collection's own)."""
     record = dict((field, element.get(field)) for field in RECORD_FIELDS if element.get(field) is not None)
     if "cpus" in record:
-        record["cpus"] = float(record["cpus"])
+        try:
+            record["cpus"] = float(record["cpus"])
+        except ValueError:
+            raise RecordError("throttle.cpus", record["cpus"], "a number of CPUs above 0")
+        if not 0 < record["cpus"] < float("inf"):
+            raise RecordError("throttle.cpus", record["cpus"], "a number of CPUs above 0")
     record["previous"] = {}
     for previous in element:
         if previous.tag.rsplit("}", 1)[-1] == "previous" and previous.get("target") in TARGETS:
-            record["previous"][previous.get("target")] = dict(
-                (key, int(previous.get(key))) for key in plan.TUNE_KEYS if previous.get(key) is not None)
+            target = previous.get("target")
+            record["previous"][target] = dict(
+                (key, _previous_value("throttle.previous.%s.%s" % (target, key), previous.get(key)))
+                for key in plan.TUNE_KEYS if previous.get(key) is not None)
     return record
 
 

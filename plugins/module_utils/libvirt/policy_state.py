@@ -130,6 +130,11 @@ class PolicyStateRunner(object):
                 ordered.append(name)
         return ordered
 
+    def run_over(self, client):
+        """run() over `client` (LibvirtModule.with_client)."""
+        self.client = client
+        return self.run()
+
     def run(self):
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             return list(pool.map(self.run_one, self.names()))

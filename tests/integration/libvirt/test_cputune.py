@@ -1,15 +1,18 @@
 """libvirt_cputune and libvirt_cputune_info against the lab's real libvirtd
 with running QEMU guests."""
 
+import os
 import subprocess
 
 import libvirt
 import pytest
 
+from domain_records import element_of, planted
 from measure import TOLERANCE_CPUS, check_braked, check_recovered, cpu_rate
 from run_module import run_module, run_playbook
 
 HOST = "lab-hypervisor"
+CLASS_NAMESPACE = "https://overcommit.control/xmlns/vm/1"
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
 CONFIG = libvirt.VIR_DOMAIN_AFFECT_CONFIG
 
@@ -303,3 +306,67 @@ def test_incident_playbooks_say_per_domain_what_cap_is_in_force_and_what_it_repl
     assert restored.returncode == 0, restored.stdout[-3000:]
     assert '"oc-lab-idle-4: restored to unlimited (was 1.5 CPU)"' in restored.stdout, restored.stdout[-3000:]
     assert sched(idle4) == before
+
+
+HAND_EDITED = '<throttle reason="INC-3" cpus="half"><previous target="config" global_quota="0"/></throttle>'
+
+
+def test_a_hand_edited_throttle_record_fails_that_domain_alone_naming_the_field(libvirt_conn, idle4,
+                                                                                restore_after):
+    idle1 = libvirt_conn.lookupByName("oc-lab-idle-1")
+    restore_after.append("oc-lab-idle-1")
+    before = sched(idle4)
+    with planted(idle4, HAND_EDITED):
+        record = element_of(idle4)
+        for state in ({"cpus": 0.5, "reason": "INC-13"}, {"state": "restored"}):
+            result = cputune(dict(state, domains=["oc-lab-idle-4", "oc-lab-idle-1"], force=True))
+            assert result["failed"] and "module_stderr" not in result and "Traceback" not in str(result), result
+            entries = by_name(result)
+            assert entries["oc-lab-idle-4"]["failed"], entries
+            assert "throttle.cpus='half' is out of range" in entries["oc-lab-idle-4"]["msg"], entries
+            assert not entries["oc-lab-idle-1"].get("failed"), entries
+            assert sched(idle4) == before and element_of(idle4) == record
+        assert idle1.schedulerParametersFlags(LIVE)["global_quota"] == -1
+        info = run_module("libvirt_cputune_info", {"classes": ["shared"], "sample_seconds": 0}, host=HOST)
+        assert info["failed"] and "Traceback" not in str(info)
+        entries = by_name(info)
+        assert entries["oc-lab-idle-4"]["failed"] and "throttle.cpus" in entries["oc-lab-idle-4"]["msg"]
+        assert entries["oc-lab-idle-1"]["class"] == "shared" and not entries["oc-lab-idle-1"].get("failed")
+
+
+VANISHING = ("<domain type='qemu'><name>%s</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>"
+             "<os><type arch='x86_64'>hvm</type></os></domain>")
+
+
+def test_a_domain_undefined_while_classes_are_listed_is_left_out_and_the_others_are_handled(lab, libvirt_conn):
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
+        CpuTuneRunner, describe_domains)
+
+    name = "oc-it-vanishing-%d" % os.getpid()
+    vanishing = libvirt_conn.defineXML(VANISHING % name)
+    client = LibvirtClient(lab["OVERCOMMIT_LIBVIRT_URI"])
+    try:
+        listed = client.all_domains()
+        assert name in [domain.name() for domain in listed]
+        vanishing.undefine()
+        # The list as libvirtd gave it before the domain went: every later call is the real server's.
+        client.all_domains = lambda: listed
+        params = {"domains": [], "classes": ["shared"], "class_namespace": CLASS_NAMESPACE, "state": "restored",
+                  "apply": "auto", "missing": "fail", "lock_dir": "", "shares": None, "floor": 0.25,
+                  "expected": None}
+        runner = CpuTuneRunner(client, params, True, now="2026-01-01T00:00:00Z", requested_by="test")
+        runner.validate()
+        results = runner.run()
+        names = [result["name"] for result in results]
+        assert name not in names and "oc-lab-idle-1" in names, results
+        assert not [result for result in results if result["name"] == "oc-lab-idle-1" and result.get("failed")]
+        described = describe_domains(client, [], ["shared"], CLASS_NAMESPACE, 0, None)
+        assert name not in [result["name"] for result in described] and "oc-lab-idle-1" in [
+            result["name"] for result in described]
+    finally:
+        client.close()
+        try:
+            libvirt_conn.lookupByName(name).undefine()
+        except libvirt.libvirtError:
+            pass

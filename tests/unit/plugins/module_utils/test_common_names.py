@@ -34,26 +34,3 @@ def test_the_first_field_with_a_bad_name_is_reported():
                                     {}])
 def test_good_or_absent_names_pass(params):
     names.check_names(params, ("names",))
-
-
-class FakeModule(object):
-    """What fail_on_bad_names needs of an AnsibleModule."""
-
-    def __init__(self, params):
-        self.params = params
-        self.failed = None
-
-    def fail_json(self, **kwargs):
-        self.failed = kwargs
-        raise SystemExit(1)
-
-
-def test_a_module_without_a_platform_base_fails_naming_the_field():
-    module = FakeModule({"domains": ["oc-lab-idle-1", " oc-lab-idle-4"]})
-    with pytest.raises(SystemExit):
-        names.fail_on_bad_names(module, ("domains",), domains=[])
-    assert module.failed["field"] == "domains" and module.failed["domains"] == []
-    assert module.failed["msg"].startswith("domains[1]=' oc-lab-idle-4' has surrounding spaces")
-    ok = FakeModule({"domains": ["oc-lab-idle-1"]})
-    names.fail_on_bad_names(ok, ("domains",))
-    assert ok.failed is None

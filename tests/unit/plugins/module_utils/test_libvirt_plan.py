@@ -1,3 +1,5 @@
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
@@ -159,3 +161,37 @@ def test_class_pinning_and_realtime_are_read_from_domain_xml():
         domain_xml.CLASS_NAMESPACE)
     described = domain_xml.describe(xml)
     assert described["pinned"] and described["realtime"] and described["declared_class"] == "burstable"
+
+
+def domain_with_record(attributes, previous=""):
+    return ("<domain><vcpu>2</vcpu><metadata><oc:throttle xmlns:oc='%s' %s>%s</oc:throttle></metadata></domain>"
+            % (domain_xml.THROTTLE_NAMESPACE, attributes, previous))
+
+
+@pytest.mark.parametrize("attributes,previous,field", [
+    ("cpus='lots'", "", "throttle.cpus"),
+    ("cpus='0'", "", "throttle.cpus"),
+    ("cpus='nan'", "", "throttle.cpus"),
+    ("cpus='-2'", "", "throttle.cpus"),
+    ("cpus='1'", "<oc:previous target='live' global_quota='unlimited'/>", "throttle.previous.live.global_quota"),
+    ("cpus='1'", "<oc:previous target='live' global_quota='5'/>", "throttle.previous.live.global_quota"),
+    ("cpus='1'", "<oc:previous target='config' vcpu_period='50'/>", "throttle.previous.config.vcpu_period"),
+    ("cpus='1'", "<oc:previous target='config' cpu_shares='-3'/>", "throttle.previous.config.cpu_shares"),
+    ("cpus='1'", "<oc:previous target='live' emulator_period='1.5'/>", "throttle.previous.live.emulator_period"),
+])
+def test_a_hand_edited_record_restore_could_not_write_back_is_refused_naming_its_field(attributes, previous, field):
+    with pytest.raises(domain_xml.RecordError) as error:
+        domain_xml.describe(domain_with_record(attributes, previous))
+    assert error.value.field == field
+    assert str(error.value).startswith("the throttle record in the domain's metadata cannot be used: %s=" % field)
+    # The class is still told from the same XML: selection by class does not need the record.
+    facts = domain_xml.class_facts(ET.fromstring(domain_with_record(attributes, previous)))
+    assert facts == {"pinned": False, "realtime": False, "declared_class": None}
+
+
+def test_recorded_values_as_libvirt_reports_them_are_accepted():
+    previous = ("<oc:previous target='live' global_period='100000' global_quota='-1' cpu_shares='1024'/>"
+                "<oc:previous target='config' global_period='0' global_quota='0' vcpu_quota='-1' cpu_shares='0'/>")
+    record = domain_xml.describe(domain_with_record("cpus='0.5' reason='INC-1'", previous))["record"]
+    assert record["cpus"] == 0.5 and record["previous"]["live"]["global_quota"] == -1
+    assert record["previous"]["config"] == {"cpu_shares": 0, "vcpu_quota": -1, "global_period": 0, "global_quota": 0}
