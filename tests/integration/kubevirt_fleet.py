@@ -3,6 +3,7 @@ KubeVirt creates them, in the lab namespace, made through the real
 kube-apiserver with KubeVirt's own CRDs. No kubelet runs in the lab, so a
 pod's spec is what tests read: the server accepted the resize there."""
 
+import time
 import uuid
 
 from kubernetes import client
@@ -11,6 +12,20 @@ from kubernetes.client.rest import ApiException
 NAMESPACE = "lab"
 GROUP, VERSION = "kubevirt.io", "v1"
 RUN_LABEL = "overcommit.test/run"
+PREFIX = "overcommit.control/"
+# The rate window the tests read KubeVirt's VMI metrics over (5 of the lab
+# Prometheus' 2 s scrapes, enough when the host is busy).
+WINDOW_SECONDS = 10
+
+
+def cpus(quantity):
+    """A CPU quantity as the API server stores it (1, 500m) in CPUs."""
+    return int(quantity[:-1]) / 1000.0 if quantity.endswith("m") else float(quantity)
+
+
+def settle():
+    """Wait until Prometheus' rate window holds only what the metrics say now."""
+    time.sleep(WINDOW_SECONDS + 3)
 
 
 class Fleet(object):

@@ -16,71 +16,22 @@ the host has CPU to spare). The policy parameters are shortened as an
 operator may set them (calm and cooldown of 0 s, big relax steps)."""
 
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from kubevirt_fleet import NAMESPACE, Fleet
+from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
 from run_module import INVENTORY, ROOT
-from virt_handler_metrics import VirtHandlerMetrics
 
-PREFIX = "overcommit.control/"
 POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.2, "floor_fraction": 0.1,
           "pressure_relax": 100.0}
-WINDOW = 10
-
-
-def cpus(quantity):
-    """A CPU quantity as the API server stores it (1, 500m) in CPUs."""
-    return int(quantity[:-1]) / 1000.0 if quantity.endswith("m") else float(quantity)
-
-
-def spin():
-    while True:
-        pass
-
-
-class Contention(object):
-    """One spinning process per core of the machine."""
-
-    def __init__(self):
-        self.processes = []
-
-    def start(self):
-        self.processes = [multiprocessing.Process(target=spin, daemon=True) for core in range(os.cpu_count() or 2)]
-        for process in self.processes:
-            process.start()
-
-    def stop(self):
-        for process in self.processes:
-            process.terminate()
-            process.join()
-        self.processes = []
-
-
-@pytest.fixture
-def scenario(lab, kube_admin):
-    fleet = Fleet(kube_admin)
-    metrics = VirtHandlerMetrics(lab["OVERCOMMIT_TEXTFILE_DIR"]).start()
-    contention = Contention()
-    # The noisy VM's launcher had a limit of its own: restore gives exactly it back.
-    noisy = fleet.vmi(cores=1, limits={"cpu": "1"}, labels={PREFIX + "class": "shared"}, vm=True)
-    victim = fleet.vmi(cores=2, labels={PREFIX + "class": "burstable"}, vm=True)
-    metrics.set(NAMESPACE, noisy, "lab-node-a", cpus_used=1.0, steal_cpus=0.0, vcpus=1)
-    metrics.set(NAMESPACE, victim, "lab-node-a", cpus_used=0.6, steal_cpus=0.6, vcpus=2)
-    yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim}
-    contention.stop()
-    metrics.stop()
-    fleet.cleanup()
 
 
 def command(lab, cycle_dir, **extra):
     extra_vars = dict({"samples": 1, "interval": 2, "policy": POLICY, "kubevirt": True, "kubevirt_namespace": NAMESPACE,
-                       "kubevirt_window": WINDOW, "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"],
+                       "kubevirt_window": WINDOW_SECONDS, "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"],
                        "cycle_dir": str(cycle_dir)}, **extra)
     return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
             os.path.join(ROOT, "playbooks", "closed_loop.yml"), "-e", json.dumps(extra_vars)]
@@ -107,23 +58,18 @@ def cycle(lab, tmp_path, fleet, **extra):
     return summary_in(cycle_dir), completed.stdout
 
 
-def settle():
-    """Prometheus' rate window holds only what the feed says now."""
-    time.sleep(WINDOW + 3)
-
-
 def throttles(fleet, name):
     return [e for e in fleet.events(name) if e[1] == "CPULimitApplied"]
 
 
-def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exactly(lab, tmp_path, scenario):
-    fleet, noisy, victim = scenario["fleet"], scenario["noisy"], scenario["victim"]
+def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exactly(lab, tmp_path, noisy_kubevirt):
+    fleet, noisy, victim = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"], noisy_kubevirt["victim"]
     key, victim_key = "kubevirt/%s/%s" % (NAMESPACE, noisy), "kubevirt/%s/%s" % (NAMESPACE, victim)
     limit_before = fleet.compute_limits(noisy)["cpu"]
-    scenario["contention"].start()
+    noisy_kubevirt["contention"].start()
     settle()
     summary, output = cycle(lab, tmp_path, fleet)
-    scenario["contention"].stop()
+    noisy_kubevirt["contention"].stop()
     actions = [(a["action"], a["object"], a["rule"]) for a in summary["actions"]]
     assert actions == [("throttle", key, "contain")], (summary["notes"], summary["skipped"], summary["lines"])
     cap = summary["actions"][0]["cpus"]
@@ -142,8 +88,8 @@ def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exac
     assert victim_key not in [a["object"] for a in summary["actions"]]
 
     # The culprit stops (its usage falls under the cap), the victim no longer waits.
-    scenario["metrics"].set(NAMESPACE, noisy, "lab-node-a", cpus_used=0.0, steal_cpus=0.0, vcpus=1)
-    scenario["metrics"].set(NAMESPACE, victim, "lab-node-a", cpus_used=0.2, steal_cpus=0.0, vcpus=2)
+    noisy_kubevirt["metrics"].set(NAMESPACE, noisy, "lab-node-a", cpus_used=0.0, steal_cpus=0.0, vcpus=1)
+    noisy_kubevirt["metrics"].set(NAMESPACE, victim, "lab-node-a", cpus_used=0.2, steal_cpus=0.0, vcpus=2)
     settle()
     steps = []
     for attempt in range(8):
@@ -163,10 +109,10 @@ def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exac
     assert list(json.loads(annotations[PREFIX + "policy"])) == ["restored_at"], annotations
 
 
-def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, tmp_path, scenario):
-    fleet, noisy = scenario["fleet"], scenario["noisy"]
+def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, tmp_path, noisy_kubevirt):
+    fleet, noisy = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"]
     key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
-    scenario["contention"].start()
+    noisy_kubevirt["contention"].start()
     settle()
     runs = []
     for index in range(2):
@@ -180,7 +126,7 @@ def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, 
         output = process.communicate(timeout=600)[0]
         assert process.returncode == 0, output[-5000:]
         summaries.append(summary_in(cycle_dir))
-    scenario["contention"].stop()
+    noisy_kubevirt["contention"].stop()
     assert all([(a["action"], a["object"]) for a in s["actions"]] == [("throttle", key)] for s in summaries), summaries
     applied = [s for s in summaries if key in s["outcome"]["applied"]]
     assert len(applied) == 1, [s["outcome"] for s in summaries]
@@ -191,16 +137,16 @@ def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, 
     assert len(throttles(fleet, noisy)) == 1, fleet.events(noisy)
 
 
-def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(lab, tmp_path, scenario):
-    fleet, noisy = scenario["fleet"], scenario["noisy"]
+def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(lab, tmp_path, noisy_kubevirt):
+    fleet, noisy = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"]
     key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
     fleet.custom.patch_namespaced_custom_object("kubevirt.io", "v1", NAMESPACE, "virtualmachines", noisy,
                                                 {"metadata": {"labels": {PREFIX + "paused": "true"}}})
     before = (fleet.annotations(noisy), fleet.compute_limits(noisy))
-    scenario["contention"].start()
+    noisy_kubevirt["contention"].start()
     settle()
     summary, output = cycle(lab, tmp_path, fleet)
-    scenario["contention"].stop()
+    noisy_kubevirt["contention"].stop()
     assert summary["actions"] == [] and [h["object"] for h in summary["held"]] == [key], summary
     assert "held by the kill switch: %s: kill switch: %s is paused" % (key, key) in output
     assert (fleet.annotations(noisy), fleet.compute_limits(noisy)) == before
