@@ -17,7 +17,23 @@ def run_module(module, args, host="localhost", check=False, diff=False, env=None
     """The module's result dict for `host` (a failed task returns its result
     too: look at result["failed"])."""
     name = module if "." in module else "overcommit.control." + module
-    play = [{"hosts": host, "gather_facts": False, "tasks": [{"name": "run", name: args}]}]
+    return run_task({"name": "run", name: args}, host, check, diff, env)
+
+
+def run_role(role, variables, entry_point="main", host="localhost", check=False, env=None):
+    """The result of the first task of one of the collection's roles,
+    imported with `variables` as role variables: the check of the entry
+    point's argument spec (a failed check returns its result)."""
+    task = {"name": "run", "ansible.builtin.import_role": {"name": "overcommit.control." + role},
+            "vars": variables}
+    if entry_point != "main":
+        task["ansible.builtin.import_role"]["tasks_from"] = entry_point
+    return run_task(task, host, check=check, env=env)
+
+
+def run_task(task, host="localhost", check=False, diff=False, env=None):
+    """The result of the first task of a one-play playbook running `task` on `host`."""
+    play = [{"hosts": host, "gather_facts": False, "tasks": [task]}]
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
         yaml.safe_dump(play, handle)
         playbook = handle.name

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock as utc_clock
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 
@@ -70,13 +71,18 @@ class AdmissionRunner(object):
         targets = list(dict.fromkeys(names or []))
         nodes, fleet = {}, None
         if label_selector:
-            for node in self.client.list(NODES, label_selector, metadata_only=gating):
+            matched = self.list_selected("label_selector", label_selector, metadata_only=gating)
+            if not matched:
+                # A typo in a selector would gate or open nothing and report success.
+                raise ValueRangeError("label_selector", label_selector, "a label selector that matches at least "
+                                                                        "one node (it matches none)")
+            for node in matched:
                 if node["metadata"]["name"] not in targets:
                     targets.append(node["metadata"]["name"])
                 if not gating:
                     nodes[node["metadata"]["name"]] = node
         if gating:
-            fleet = self.client.list(NODES, self.request["fleet_label_selector"])
+            fleet = self.list_selected("fleet_label_selector", self.request["fleet_label_selector"])
             nodes.update((node["metadata"]["name"], node) for node in fleet)
         missing = [name for name in targets if name not in nodes]
         if len(missing) > FEW_NODES:
@@ -90,6 +96,16 @@ class AdmissionRunner(object):
                         raise
         return targets, nodes, fleet
 
+    def list_selected(self, field, selector, metadata_only=False):
+        """The nodes `selector` (option `field`) matches; a selector the API
+        cannot parse (HTTP 400) is a ValueRangeError naming the field."""
+        try:
+            return self.client.list(NODES, selector, metadata_only=metadata_only)
+        except K8sClientError as exc:
+            if selector and exc.status == 400:
+                raise ValueRangeError(field, selector, "a label selector the API accepts (%s)" % exc)
+            raise
+
     def run(self, names, label_selector):
         """Per-node results and the fleet summary. Raises GateRefusal (before
         any write) or K8sClientError when the nodes cannot be read."""
@@ -101,6 +117,10 @@ class AdmissionRunner(object):
                 results[name] = {"name": name, "changed": False, "failed": True, "msg": "node %s not found" % name}
                 continue
             view = gate.node_view(nodes[name], prefix)
+            if view["gate_error"]:
+                # A hand-edited record: writing ours would lose what it says the gate did.
+                results[name] = {"name": name, "changed": False, "failed": True, "msg": view["gate_error"]}
+                continue
             plans[name] = gate.plan_node(view, self.request, self.record_fields)
             why = self.changed_since_read(view)
             if why:

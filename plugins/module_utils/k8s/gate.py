@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.control.observe import seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since
@@ -139,10 +140,22 @@ def check_request(params, policy_given=None):
 
 def parse_record(text):
     try:
-        record = json.loads(text)
+        record = untrusted.loads(text)
     except (TypeError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def record_error(annotations, prefix):
+    """Why the gate record annotation on a node cannot be read (not JSON,
+    not a mapping), naming the annotation, or None (none there, or readable)."""
+    key = record_key(prefix)
+    if key not in annotations or parse_record(annotations[key]) is not None:
+        return None
+    text = annotations[key]
+    shown = text if len(text) <= 40 else "%s... (%d characters)" % (text[:40], len(text))
+    return ("the gate record in annotation %s cannot be read (%r is not a JSON mapping); nothing was changed: "
+            "correct or remove the annotation" % (key, shown))
 
 
 def parse_policy(text):
@@ -151,7 +164,7 @@ def parse_policy(text):
     if text is None:
         return None, None
     try:
-        state = json.loads(text)
+        state = untrusted.loads(text)
     except (TypeError, ValueError) as exc:
         return None, "the annotation is not valid JSON (%s)" % exc
     if not isinstance(state, dict):
@@ -171,6 +184,7 @@ def node_view(node, prefix):
         "unschedulable": bool(spec.get("unschedulable")),
         "labels": metadata.owned(labels, prefix),
         "gate": parse_record(annotations.get(record_key(prefix))) if record_key(prefix) in annotations else None,
+        "gate_error": record_error(annotations, prefix),
         "policy": policy,
         "policy_error": policy_error,
         "policy_stored": policy_key(prefix) in annotations,

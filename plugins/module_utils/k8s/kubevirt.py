@@ -67,6 +67,10 @@ def _select_vms(client, namespace, names, label_selector):
     scope = namespaced_path(namespace, "virtualmachines") if namespace else API + "/virtualmachines"
     vms = dict(("%s/%s" % (vm["metadata"]["namespace"], vm["metadata"]["name"]), vm)
                for vm in client.list(scope, label_selector))
+    if label_selector and not vms:
+        # A typo in a selector would change or audit nothing and report success.
+        raise ValueRangeError("label_selector", label_selector, "a label selector that matches at least one VM "
+                                                                "(it matches none in %s)" % (namespace or "any namespace"))
     wanted = ["%s/%s" % (namespace, name) for name in dict.fromkeys(names or [])]
     if label_selector or not names:
         wanted.extend(key for key in sorted(vms) if key not in wanted)

@@ -35,6 +35,11 @@ def check_label_selector(field, selector):
         raise ValueRangeError(field, selector, "a non-empty selector (an empty one matches every namespace; to mean "
                                                "that, use matchExpressions: [{key: kubernetes.io/metadata.name, "
                                                "operator: Exists}])")
+    if not isinstance(selector.get("matchLabels") or {}, dict):
+        raise ValueRangeError(field + ".matchLabels", selector["matchLabels"], "a mapping of label key to value")
+    if not isinstance(selector.get("matchExpressions") or [], list):
+        raise ValueRangeError(field + ".matchExpressions", selector["matchExpressions"],
+                              "a list of dicts with key, operator and (for In/NotIn) values")
     for key, value in (selector.get("matchLabels") or {}).items():
         metadata.check_label_value("%s.matchLabels.%s" % (field, key), value)
     for index, expression in enumerate(selector.get("matchExpressions") or []):
@@ -44,6 +49,8 @@ def check_label_selector(field, selector):
         operator, values = expression.get("operator"), expression.get("values")
         if operator not in SELECTOR_OPERATORS:
             raise ValueRangeError(where + ".operator", operator, "one of %s" % ", ".join(SELECTOR_OPERATORS))
+        if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+            raise ValueRangeError(where + ".values", values, "a list of label values (text)")
         if operator in ("In", "NotIn") and not values:
             raise ValueRangeError(where + ".values", values, "a non-empty list for operator %s" % operator)
         if operator in ("Exists", "DoesNotExist") and values:

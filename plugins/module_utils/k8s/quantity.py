@@ -22,20 +22,34 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n
 MI = 2 ** 20
 
 
+ALLOWED = "a Kubernetes quantity such as 2, 500m, 1536Mi or 4Gi"
+# Kubernetes keeps a quantity in 64 bits; its text is never longer than this.
+MAX_VALUE = Decimal(2 ** 63 - 1)
+MAX_TEXT = 64
+
+
 def parse(field, value):
     """A quantity as a Decimal; numbers pass through. Raises ValueRangeError
-    naming the field for anything Kubernetes would not accept."""
+    naming the field for anything Kubernetes would not accept (values read
+    from annotations are not trusted to be short or finite)."""
     if isinstance(value, bool):
-        raise ValueRangeError(field, value, "a Kubernetes quantity such as 2, 500m, 1536Mi or 4Gi")
+        raise ValueRangeError(field, value, ALLOWED)
     if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise ValueRangeError(field, value, "a Kubernetes quantity such as 2, 500m, 1536Mi or 4Gi")
-    try:
-        return Decimal(match.group(1)) * Decimal(_SUFFIXES[match.group(2) or ""])
-    except InvalidOperation:
-        raise ValueRangeError(field, value, "a Kubernetes quantity such as 2, 500m, 1536Mi or 4Gi")
+        number = Decimal(str(value))
+    else:
+        text = str(value).strip()
+        if len(text) > MAX_TEXT:
+            raise ValueRangeError(field, "%s... (%d characters)" % (text[:16], len(text)), ALLOWED)
+        match = _QUANTITY.match(text)
+        if not match:
+            raise ValueRangeError(field, value, ALLOWED)
+        try:
+            number = Decimal(match.group(1)) * Decimal(_SUFFIXES[match.group(2) or ""])
+        except InvalidOperation:
+            raise ValueRangeError(field, value, ALLOWED)
+    if not number.is_finite() or abs(number) > MAX_VALUE:
+        raise ValueRangeError(field, value, ALLOWED + ", at most 2^63-1")
+    return number
 
 
 def cpu(field, value):

@@ -16,6 +16,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
+
 RESOURCES = ("cpu", "memory")
 UNITS = {"cpu": "MHz", "memory": "MB"}
 ALLOCATION_KEYS = ("reservation", "limit", "shares_level", "shares")
@@ -227,16 +229,38 @@ def decode_record(text, attribute=DEFAULT_ATTRIBUTE):
     if not text:
         return None
     try:
-        record = json.loads(text)
-    except ValueError:
-        raise ReservationError(attribute, "the custom attribute holds %r, not a reservation record; clear it or use another "
-                                          "attribute" % text[:80])
+        record = untrusted.loads(text)
+    except ValueError as exc:
+        raise ReservationError(attribute, "the custom attribute holds %r (%s), not a reservation record; clear it or "
+                                          "use another attribute" % (text[:80], exc))
     if not isinstance(record, dict) or record.get("v") != RECORD_VERSION or not isinstance(record.get("prior"), dict):
         raise ReservationError(attribute, "the custom attribute holds an unknown record format: %r" % text[:80])
     unknown = [field for field in record["prior"] if field not in FIELDS]
     if unknown:
         raise ReservationError(attribute, "the record names unknown fields: %s" % ", ".join(sorted(unknown)))
+    for field in sorted(record["prior"]):
+        allowed = _prior_allowed(field, record["prior"][field])
+        if allowed:
+            raise ReservationError(attribute, "the record's prior %s=%r cannot be restored: allowed %s; correct or "
+                                              "clear the attribute" % (field, record["prior"][field], allowed))
     return record
+
+
+def _prior_allowed(field, value):
+    """What a prior value of `field` may be, when `value` is not that (None
+    when it is): the record is read from vCenter, edited by anyone."""
+    if value is None:
+        return None
+    key = field.rsplit(".", 1)[-1]
+    if field == LOCKED:
+        return None if isinstance(value, bool) else "true or false"
+    if key == "shares_level":
+        return None if value in SHARES_LEVELS else "one of %s" % ", ".join(SHARES_LEVELS)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "a whole number"
+    if key == "limit":
+        return None if value == UNLIMITED or value >= 1 else "-1 (no limit) or at least 1"
+    return None if value >= 0 else "0 or more"
 
 
 def plan_set(live, desired, record, record_fields, memory_mb=None):

@@ -148,3 +148,18 @@ def test_a_task_that_closes_no_more_nodes_is_never_refused():
 def test_with_gate_is_a_no_op_when_the_owned_taints_already_match():
     current = [{"key": PREFIX + "gated", "effect": "NoSchedule"}, FOREIGN]
     assert taints.with_gate(current, [{"key": PREFIX + "gated", "effect": "NoSchedule"}]) == current
+
+
+@pytest.mark.parametrize("text", ["{hand-edited", "[1, 2]", "\"gated\"", "x" * 5000])
+def test_an_unreadable_gate_record_is_an_error_naming_the_annotation(text):
+    view = gate.node_view({"metadata": {"name": "n1", "annotations": {PREFIX + "gate": text}}}, PREFIX)
+    assert view["gate"] is None
+    assert view["gate_error"].startswith("the gate record in annotation overcommit.control/gate cannot be read")
+    assert len(view["gate_error"]) < 300
+
+
+def test_a_readable_or_absent_gate_record_is_no_error():
+    record = json.dumps({"reason": "x", "cordoned": False})
+    assert gate.node_view({"metadata": {"name": "n1", "annotations": {PREFIX + "gate": record}}},
+                          PREFIX)["gate_error"] is None
+    assert gate.node_view({"metadata": {"name": "n1"}}, PREFIX)["gate_error"] is None

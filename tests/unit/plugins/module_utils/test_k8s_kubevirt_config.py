@@ -101,3 +101,22 @@ def test_bad_quantities_name_the_field(bad):
     with pytest.raises(ValueRangeError) as error:
         quantity.memory("memory.guest", bad)
     assert error.value.field == "memory.guest"
+
+
+@pytest.mark.parametrize("selector,field", [
+    ({"matchLabels": "tier"}, "s.matchLabels"),
+    ({"matchExpressions": {"key": "tier", "operator": "Exists"}}, "s.matchExpressions"),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": "a,b"}]}, "s.matchExpressions[0].values"),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": [1]}]}, "s.matchExpressions[0].values"),
+])
+def test_a_selector_of_the_wrong_shape_is_refused_naming_the_field(selector, field):
+    with pytest.raises(ValueRangeError) as error:
+        kubevirt_config.check_label_selector("s", selector)
+    assert error.value.field == field
+
+
+@pytest.mark.parametrize("value", ["1" * 65, "1" * 30, "1e40", "9Ei", float("inf"), float("nan")])
+def test_a_quantity_kubernetes_could_not_hold_is_refused_and_shown_short(value):
+    with pytest.raises(ValueRangeError) as error:
+        quantity.cpu("desired", value)
+    assert error.value.field == "desired" and len(str(error.value)) < 200

@@ -134,3 +134,20 @@ def test_record_round_trips_and_foreign_values_are_refused():
     for text in ("hello", '{"v": 2, "prior": {}}', '{"v": 1, "prior": {"cpu.bogus": 1}}'):
         with pytest.raises(ReservationError):
             rsv.decode_record(text, "attr")
+
+
+@pytest.mark.parametrize("prior,named", [
+    ({"cpu.reservation": "lots"}, "cpu.reservation"), ({"memory.limit": -7}, "memory.limit"),
+    ({"memory.limit": 2.5}, "memory.limit"), ({"cpu.shares_level": "max"}, "cpu.shares_level"),
+    ({"cpu.shares": True}, "cpu.shares"), ({rsv.LOCKED: "yes"}, rsv.LOCKED),
+])
+def test_a_prior_value_restore_could_not_write_is_refused_naming_it(prior, named):
+    with pytest.raises(ReservationError) as error:
+        rsv.decode_record(rsv.encode_record(dict(META, v=1, prior=prior)), "attr")
+    assert error.value.field == "attr" and "prior %s=" % named in str(error.value)
+
+
+def test_prior_values_as_vsphere_reports_them_are_accepted():
+    prior = {"cpu.reservation": 0, "cpu.limit": -1, "cpu.shares_level": "normal", "cpu.shares": 1000,
+             "memory.limit": 4096, "memory.shares": None, rsv.LOCKED: False}
+    assert rsv.decode_record(rsv.encode_record(dict(META, v=1, prior=prior)))["prior"] == prior

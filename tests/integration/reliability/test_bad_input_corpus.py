@@ -1,0 +1,467 @@
+"""A table of bad inputs for every module and every role's argument spec,
+run with ansible-playbook against the lab's real servers (libvirtd, kube-
+apiserver with KubeVirt's CRDs, vcsim). Each case must fail the task with a
+message naming the field (and the allowed values where the module gives
+them), without a traceback, and leave the objects it aimed at exactly as
+they were: libvirt scheduler parameters and metadata, node taints, labels
+and annotations, KubeVirt CRs, VMs, VMIs and their launcher pods, vSphere
+VM allocations and records.
+
+Some cases first plant what no module would write (a hand-edited throttle
+record, an unreadable policy state, a foreign custom attribute value) and
+remove it afterwards."""
+
+import json
+import os
+import re
+
+import libvirt
+import pytest
+from pyVmomi import vim
+
+from domain_records import POLICY_NS, element_of, planted
+from nodes import node_state
+from run_module import run_module, run_role
+from vsphere_checks import ATTRIBUTE, allocation, record_of
+
+LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
+CONFIG = libvirt.VIR_DOMAIN_AFFECT_CONFIG
+VMI_DESIRED = "overcommit.control/cpu-limit"
+GATE_RECORD = "overcommit.control/gate"
+
+
+class Case(object):
+    """One bad input. run: a module (`module`, `args`) or a role entry point
+    (`role`, `entry`, `variables`). field: the name the message must give
+    (equal to the result's `field` when the module returns one); allowed:
+    texts the message must hold too. target: what the case aims at, read
+    before and after. plant: what is planted on the target first."""
+
+    def __init__(self, case_id, target, field, module=None, args=None, role=None, entry="main", variables=None,
+                 allowed=(), plant=None):
+        self.id, self.target, self.field = case_id, target, field
+        self.module, self.args = module, args or {}
+        self.role, self.entry, self.variables = role, entry, variables or {}
+        self.allowed, self.plant = allowed, plant
+
+
+def cputune(case_id, args, field, **kwargs):
+    return Case(case_id, "domain", field, "libvirt_cputune", dict({"domains": ["{domain}"]}, **args), **kwargs)
+
+
+def gate(case_id, args, field, **kwargs):
+    return Case(case_id, "nodes", field, "node_admission", dict({"names": ["{node}", "{node2}"]}, **args), **kwargs)
+
+
+def brake(case_id, args, field, **kwargs):
+    return Case(case_id, "vmi", field, "kubevirt_vm_cpu_limit", dict({"namespace": "lab", "names": ["{vmi}"]}, **args),
+                **kwargs)
+
+
+def resources(case_id, args, field, **kwargs):
+    return Case(case_id, "vm", field, "kubevirt_vm_resources", dict({"namespace": "lab", "names": ["{vm}"]}, **args),
+                **kwargs)
+
+
+def kubevirt(case_id, args, field, **kwargs):
+    return Case(case_id, "cr", field, "kubevirt_config", dict({"namespace": "lab", "name": "{cr}"}, **args), **kwargs)
+
+
+def reserve(case_id, args, field, **kwargs):
+    return Case(case_id, "vsphere", field, "vsphere_vm_reservation", dict({"vms": ["{vsphere_vm}"]}, **args), **kwargs)
+
+
+def hand_edited(element):
+    return ("throttle", element)
+
+
+CASES = [
+    # libvirt_cputune: out of range, wrong types, unknown names, impossible combinations, hand-edited records.
+    cputune("cputune-cpus-tiny", {"cpus": 0.001}, "cpus", allowed=("allowed",)),
+    cputune("cputune-cpus-caps-nothing", {"cpus": 1000, "force": True}, "cpus", allowed=("1 vCPU",)),
+    cputune("cputune-cpus-not-a-number", {"cpus": "two"}, "cpus"),
+    cputune("cputune-period", {"cpus": 0.5, "period": 500}, "period", allowed=("1000..1000000",)),
+    cputune("cputune-quota", {"quota": 10}, "quota", allowed=("1000..",)),
+    cputune("cputune-shares", {"shares": 0}, "shares"),
+    cputune("cputune-emulator-cpus", {"emulator_cpus": 0}, "emulator_cpus"),
+    cputune("cputune-floor", {"cpus": 0.5, "floor": 2}, "floor", allowed=("0..1",)),
+    cputune("cputune-scope", {"cpus": 0.5, "scope": "socket"}, "scope", allowed=("domain, vcpu",)),
+    cputune("cputune-state", {"state": "paused"}, "state", allowed=("throttled, restored",)),
+    cputune("cputune-apply", {"cpus": 0.5, "apply": "sometimes"}, "apply", allowed=("auto, live, config, both",)),
+    cputune("cputune-classes", {"classes": ["gold"], "cpus": 0.5}, "classes", allowed=("dedicated",)),
+    cputune("cputune-cpus-and-quota", {"cpus": 0.5, "quota": 50000}, "cpus|quota"),
+    cputune("cputune-throttle-without-cap", {"reason": "INC-1"}, "cpus"),
+    cputune("cputune-name-with-spaces", {"domains": [" {domain}"], "cpus": 0.5}, "domains"),
+    cputune("cputune-empty-name", {"domains": ["{domain}", ""], "cpus": 0.5}, "domains"),
+    cputune("cputune-unknown-domain", {"domains": ["{domain}-not-defined"], "cpus": 0.5}, "{domain}-not-defined",
+            allowed=("Domain not found",)),
+    cputune("cputune-expected-cap", {"cpus": 0.5, "expected": {"{domain}": {"cap_cpus": -1}}},
+            "expected.{domain}.cap_cpus"),
+    cputune("cputune-expected-unknown-key", {"cpus": 0.5, "expected": {"{domain}": {"cap": 1}}},
+            "expected.{domain}.cap"),
+    cputune("cputune-expected-other-domain", {"cpus": 0.5, "expected": {"web-9": {}}}, "expected.web-9"),
+    cputune("cputune-record-cpus-restore", {"state": "restored"}, "throttle.cpus",
+            plant=hand_edited('<throttle reason="INC-2" cpus="half"/>')),
+    cputune("cputune-record-cpus-throttle", {"cpus": 0.5, "force": True}, "throttle.cpus",
+            plant=hand_edited('<throttle reason="INC-2" cpus="inf"/>')),
+    cputune("cputune-record-quota-out-of-range", {"state": "restored"}, "throttle.previous.live.global_quota",
+            plant=hand_edited('<throttle cpus="0.5"><previous target="live" global_period="100000" '
+                              'global_quota="5"/></throttle>'), allowed=("1000..",)),
+    cputune("cputune-record-period-not-a-number", {"state": "restored"}, "throttle.previous.config.global_period",
+            plant=hand_edited('<throttle cpus="0.5"><previous target="config" global_period="fast"/></throttle>')),
+    cputune("cputune-record-shares-negative", {"state": "restored"}, "throttle.previous.config.cpu_shares",
+            plant=hand_edited('<throttle cpus="0.5"><previous target="config" cpu_shares="-2"/></throttle>')),
+    # libvirt_cputune_info
+    Case("cputune-info-sample-seconds", "domain", "sample_seconds", "libvirt_cputune_info",
+         {"domains": ["{domain}"], "sample_seconds": -1}, allowed=("0 or more",)),
+    Case("cputune-info-classes", "domain", "classes", "libvirt_cputune_info", {"classes": ["platinum"]},
+         allowed=("burstable",)),
+    Case("cputune-info-name", "domain", "domains", "libvirt_cputune_info", {"domains": ["{domain} "]}),
+    Case("cputune-info-record", "domain", "throttle.cpus", "libvirt_cputune_info",
+         {"domains": ["{domain}"], "sample_seconds": 0}, plant=hand_edited('<throttle cpus="-1"/>')),
+    # libvirt_policy_state
+    Case("policy-state-not-a-mapping", "domain", "states.{domain}", "libvirt_policy_state",
+         {"states": {"{domain}": [1, 2]}}, allowed=("a mapping",)),
+    Case("policy-state-not-json", "domain", "states.{domain}", "libvirt_policy_state",
+         {"states": {"{domain}": {"cap": float("nan")}}}, allowed=("no NaN",)),
+    Case("policy-state-paused-without-domains", "domain", "domains", "libvirt_policy_state", {"paused": True}),
+    Case("policy-state-domains-without-paused", "domain", "paused", "libvirt_policy_state",
+         {"domains": ["{domain}"], "states": {}}),
+    Case("policy-state-key-with-spaces", "domain", "states", "libvirt_policy_state", {"states": {" {domain}": {}}}),
+    Case("policy-state-apply", "domain", "apply", "libvirt_policy_state",
+         {"states": {"{domain}": {}}, "apply": "never"}, allowed=("auto, live, config, both",)),
+    Case("policy-state-unreadable-stored", "domain", "states", "libvirt_policy_state",
+         {"domains": ["{domain}"], "paused": False},
+         plant=("policy", "<policy><state>{not json</state></policy>")),
+    # host_pressure_info
+    Case("host-pressure-name", "domain", "domains", "host_pressure_info", {"domains": ["{domain}", " x"]}),
+    Case("host-pressure-collect-domains", "domain", "collect_domains", "host_pressure_info",
+         {"collect_domains": "maybe"}),
+    # node_admission
+    gate("gate-state", {"state": "drained"}, "state", allowed=("gated, open",)),
+    gate("gate-share-zero", {"max_gated_share": 0, "reason": "INC-1"}, "max_gated_share", allowed=("at most 1",)),
+    gate("gate-share-above-one", {"max_gated_share": 1.5, "reason": "INC-1"}, "max_gated_share"),
+    gate("gate-taint-effect", {"taints": [{"key": "overcommit.control/x", "effect": "NoExecute"}]}, "effect",
+         allowed=("NoSchedule, PreferNoSchedule",)),
+    gate("gate-prefix", {"prefix": "no-slash"}, "prefix", allowed=("DNS subdomain",)),
+    gate("gate-name-with-spaces", {"names": ["{node}", "{node2} "]}, "names"),
+    gate("gate-policy-state", {"policy_state": [1]}, "policy_state", allowed=("a mapping",)),
+    gate("gate-expected-key", {"expected": {"{node}": {"tainted": "yes"}}}, "expected.{node}.gated"),
+    gate("gate-selector-matches-nothing", {"names": [], "label_selector": "overcommit.test/none=nothing",
+                                           "reason": "INC-1"}, "label_selector", allowed=("matches none",)),
+    gate("gate-open-selector-matches-nothing", {"names": [], "label_selector": "overcommit.test/none=nothing",
+                                                "state": "open"}, "label_selector"),
+    gate("gate-fleet-selector-malformed", {"fleet_label_selector": "tier notin (", "reason": "INC-1"},
+         "fleet_label_selector"),
+    gate("gate-selector-malformed", {"names": [], "label_selector": "a in (b", "reason": "INC-1"}, "label_selector"),
+    gate("gate-record-not-json", {"state": "open"}, GATE_RECORD, plant=("node", {GATE_RECORD: "{hand-edited"})),
+    gate("gate-unknown-node", {"names": ["{node}-missing"], "reason": "INC-1"}, "{node}-missing",
+         allowed=("not found",)),
+    # node_overcommit_info
+    Case("node-info-prefix", "nodes", "prefix", "node_overcommit_info", {"names": ["{node}"], "prefix": "x"}),
+    Case("node-info-name", "nodes", "names", "node_overcommit_info", {"names": ["", "{node}"]}),
+    # kubevirt_config
+    kubevirt("kubevirt-ratio-zero", {"cpu_allocation_ratio": 0}, "cpu_allocation_ratio"),
+    kubevirt("kubevirt-memory-overcommit", {"memory_overcommit": 5}, "memory_overcommit"),
+    kubevirt("kubevirt-rollout", {"vm_rollout_strategy": "Sometimes"}, "vm_rollout_strategy",
+             allowed=("LiveUpdate",)),
+    kubevirt("kubevirt-selector-type", {"auto_cpu_limit_namespace_selector": {"matchLabels": "tier"}},
+             "auto_cpu_limit_namespace_selector.matchLabels", allowed=("a mapping",)),
+    kubevirt("kubevirt-selector-values", {"auto_cpu_limit_namespace_selector": {
+        "matchExpressions": [{"key": "tier", "operator": "In", "values": "a,b"}]}},
+        "auto_cpu_limit_namespace_selector.matchExpressions[0].values"),
+    kubevirt("kubevirt-selector-operator", {"auto_cpu_limit_namespace_selector": {
+        "matchExpressions": [{"key": "tier", "operator": "Like", "values": ["a"]}]}},
+        "auto_cpu_limit_namespace_selector.matchExpressions[0].operator", allowed=("In",)),
+    kubevirt("kubevirt-selector-and-clear",
+             {"auto_cpu_limit_namespace_selector": {"matchLabels": {"a": "b"}},
+              "clear_auto_cpu_limit_namespace_selector": True},
+             "auto_cpu_limit_namespace_selector|clear_auto_cpu_limit_namespace_selector"),
+    # kubevirt_vm_resources
+    resources("resources-class", {"vm_class": "gold"}, "vm_class", allowed=("burstable",)),
+    resources("resources-cpu-request", {"vm_class": "shared", "cpu_request": "lots"}, "cpu_request"),
+    resources("resources-memory-guest", {"vm_class": "shared", "memory_guest": "2 GB"}, "memory_guest"),
+    resources("resources-floor", {"vm_class": "shared", "floor": 3}, "floor", allowed=("0..1",)),
+    resources("resources-mode", {"mode": "fix"}, "mode", allowed=("audit",)),
+    resources("resources-name", {"names": ["{vm}", " {vm}"], "vm_class": "shared"}, "names"),
+    resources("resources-selector-matches-nothing", {"names": [], "label_selector": "overcommit.test/none=nothing",
+                                                     "vm_class": "shared"}, "label_selector"),
+    # kubevirt_vm_cpu_limit
+    brake("brake-cpus-text", {"cpus": "1 CPU"}, "cpus", allowed=("500m",)),
+    brake("brake-cpus-zero", {"cpus": "0"}, "cpus"),
+    brake("brake-cpus-caps-nothing", {"cpus": "8", "force": True}, "cpus", allowed=("2 vCPUs",)),
+    brake("brake-headroom", {"state": "restored", "headroom": -1}, "headroom"),
+    brake("brake-floor", {"cpus": "1", "floor": 2}, "floor"),
+    brake("brake-reconcile-with-cpus", {"state": "reconciled", "cpus": "1"}, "cpus"),
+    brake("brake-without-namespace", {"namespace": None, "cpus": "1"}, "namespace"),
+    brake("brake-state", {"state": "frozen"}, "state", allowed=("throttled",)),
+    brake("brake-desired-oversized", {"names": [], "label_selector": "{vmi_selector}", "state": "reconciled"},
+          "annotation", plant=("vmi", {VMI_DESIRED: "1" * 65536})),
+    # kubevirt_vm_cpu_info and kubevirt_policy_state
+    Case("vm-cpu-info-window", "vmi", "usage_window", "kubevirt_vm_cpu_info",
+         {"namespace": "lab", "names": ["{vmi}"], "usage_window": 0}),
+    Case("vm-cpu-info-namespace", "vmi", "namespace", "kubevirt_vm_cpu_info", {"names": ["{vmi}"]}),
+    Case("vm-cpu-info-times", "vmi", "usage_times", "kubevirt_vm_cpu_info",
+         {"namespace": "lab", "names": ["{vmi}"], "usage_times": ["noon"]}),
+    Case("vmi-policy-state-key", "vmi", "states.{vmi}", "kubevirt_policy_state", {"states": {"{vmi}": {}}},
+         allowed=("namespace/name",)),
+    Case("vmi-policy-state-paused-without-names", "vmi", "names", "kubevirt_policy_state", {"paused": True}),
+    Case("vmi-policy-state-missing", "vmi", "missing", "kubevirt_policy_state",
+         {"states": {"lab/{vmi}": {}}, "missing": "skip"}),
+    # vsphere_vm_reservation
+    reserve("reserve-negative", {"cpu": {"reservation": -5}}, "cpu.reservation"),
+    reserve("reserve-shares-without-custom", {"cpu": {"shares_level": "high", "shares": 10}}, "cpu.shares"),
+    reserve("reserve-limit-under-reservation", {"memory": {"reservation": 128, "limit": 64}}, "memory.limit"),
+    reserve("reserve-above-capacity", {"memory": {"reservation": 1048576}}, "memory.reservation"),
+    reserve("reserve-state", {"state": "gone"}, "state", allowed=("present, restored",)),
+    reserve("reserve-name", {"vms": ["{vsphere_vm} "], "cpu": {"reservation": 10}}, "vms"),
+    reserve("reserve-folder-matches-nothing", {"vms": None, "folders": ["/DC0/vm/no-such-folder"],
+                                               "cpu": {"reservation": 10}}, "folders"),
+    reserve("reserve-foreign-record", {"state": "restored"}, ATTRIBUTE, plant=("vsphere", "owned by someone else")),
+    reserve("reserve-record-unknown-field", {"state": "restored"}, ATTRIBUTE,
+            plant=("vsphere", json.dumps({"v": 1, "prior": {"cpu.weight": 5}}))),
+    reserve("reserve-record-prior-not-a-number", {"state": "restored"}, ATTRIBUTE, allowed=("cpu.reservation",),
+            plant=("vsphere", json.dumps({"v": 1, "prior": {"cpu.reservation": "lots"}}))),
+    reserve("reserve-record-prior-out-of-range", {"state": "restored"}, ATTRIBUTE, allowed=("memory.limit",),
+            plant=("vsphere", json.dumps({"v": 1, "prior": {"memory.limit": -7}}))),
+    # vsphere_overcommit_info
+    Case("vsphere-info-samples", "vsphere", "samples", "vsphere_overcommit_info", {"samples": 0}, allowed=("1..",)),
+    Case("vsphere-info-cluster", "vsphere", "clusters", "vsphere_overcommit_info", {"clusters": ["no-such-cluster"]}),
+    Case("vsphere-info-host-name", "vsphere", "hosts", "vsphere_overcommit_info", {"hosts": [" DC0_C0_H0"]}),
+    # policy_simulate (writes only its report folder, checked empty after)
+    Case("simulate-scenario", "report_dir", "scenario", "policy_simulate",
+         {"scenario": ["tsunami"], "report_dir": "{report_dir}"}),
+    Case("simulate-seed", "report_dir", "seed", "policy_simulate",
+         {"scenario": ["all"], "seed": -1, "report_dir": "{report_dir}"}),
+    Case("simulate-policy-choice", "report_dir", "policies", "policy_simulate",
+         {"scenario": ["all"], "policies": ["chaos"], "report_dir": "{report_dir}"}),
+    # Roles: a bad variable fails the argument spec check, naming it, before any task.
+    Case("role-throttle-cpus", "domain", "throttle_cpus", role="throttle",
+         variables={"throttle_domains": ["{domain}"], "throttle_cpus": "two", "throttle_reason": "INC-1"}),
+    Case("role-throttle-scope", "domain", "throttle_scope", role="throttle",
+         variables={"throttle_domains": ["{domain}"], "throttle_cpus": 0.5, "throttle_reason": "INC-1",
+                    "throttle_scope": "socket"}, allowed=("domain, vcpu",)),
+    Case("role-throttle-reason-missing", "domain", "throttle_reason", role="throttle",
+         variables={"throttle_domains": ["{domain}"], "throttle_cpus": 0.5}),
+    Case("role-restore-apply", "domain", "restore_apply", role="restore",
+         variables={"restore_domains": ["{domain}"], "restore_apply": "never"}, allowed=("auto, live, config, both",)),
+    Case("role-restore-classes", "domain", "restore_classes", role="restore",
+         variables={"restore_classes": ["gold"]}, allowed=("burstable",)),
+    Case("role-reconcile-floor", "vmi", "kubevirt_cpu_reconcile_floor", role="kubevirt_cpu_reconcile",
+         variables={"kubevirt_cpu_reconcile_floor": "lots"}),
+    Case("role-metrics-dir-missing", "domain", "metrics_textfile_dir", role="metrics_textfile", variables={}),
+    Case("role-esxi-guard-match", "vsphere", "esxi_guard_match", role="esxi_guard",
+         variables={"esxi_guard_match": ["mac_address"]}, allowed=("system_uuid",)),
+    Case("role-esxi-guard-samples", "vsphere", "esxi_guard_samples", role="esxi_guard",
+         variables={"esxi_guard_samples": "many"}),
+    Case("role-report-page-missing", "report_dir", "report_page", role="report",
+         variables={"report_dir": "{report_dir}"}),
+    Case("role-recommend-ttl", "report_dir", "recommend_ttl_seconds", role="recommend",
+         variables={"recommend_ttl_seconds": "an hour", "recommend_plan_dir": "{report_dir}"}),
+    Case("role-apply-plan-plan-missing", "nodes", "apply_plan_plan", role="apply_plan", entry="check", variables={}),
+    Case("role-closed-loop-mode", "nodes", "closed_loop_mode", role="closed_loop", entry="decide",
+         variables={"closed_loop_mode": "yolo"}, allowed=("act, dry_run",)),
+]
+
+
+# ---------------------------------------------------------------- targets
+
+
+class Targets(object):
+    """The objects a case aims at: their names (for the args' placeholders)
+    and their state, read before and after the case."""
+
+    def __init__(self, request, target):
+        self.request = request
+        self.target = target
+        self.names = {}
+        getattr(self, "make_" + target)()
+
+    def fixture(self, name):
+        return self.request.getfixturevalue(name)
+
+    def make_domain(self):
+        self.domain = self.fixture("spare_domain")
+        self.names["domain"] = self.domain.name()
+
+    def read_domain(self):
+        domain = self.domain
+        tuning = {"config": domain.schedulerParametersFlags(CONFIG)}
+        if domain.isActive():
+            tuning["live"] = domain.schedulerParametersFlags(LIVE)
+        return {"tuning": tuning, "throttle": element_of(domain), "policy": element_of(domain, POLICY_NS)}
+
+    def make_nodes(self):
+        self.names["node"], self.names["node2"] = self.fixture("make_nodes")(2, labels={"tier": "corpus"})
+
+    def read_nodes(self):
+        api = self.fixture("kube_admin")
+        return [node_state(api, self.names[key]) for key in ("node", "node2")]
+
+    def make_vmi(self):
+        self.fleet = self.fixture("fleet")
+        self.names["vmi"] = self.fleet.vmi(cores=2, limits={"cpu": "2"}, vm=True)
+        self.names["vmi_selector"] = self.fleet.selector
+
+    def read_vmi(self):
+        # Not the VMI's Events: a refusal is announced with a Warning Event by design.
+        name = self.names["vmi"]
+        return {"vmi": self.fleet.annotations(name), "vm": self.fleet.vm_annotations(name),
+                "limits": self.fleet.compute_limits(name)}
+
+    def make_vm(self):
+        from test_kubevirt_vm_resources import domain
+        self.vms = self.fixture("vms")
+        self.names["vm"] = self.vms.make(domain(cores=2, guest="1Gi"))
+
+    def read_vm(self):
+        return self.vms.read(self.names["vm"])
+
+    def make_cr(self):
+        self.cr = self.fixture("kubevirt_cr")
+        self.names["cr"] = self.cr["name"]
+
+    def read_cr(self):
+        return self.cr["read"]()
+
+    def make_vsphere(self):
+        self.si = self.fixture("vsphere")
+        self.vm = self.fixture("vsphere_vm")
+        self.names["vsphere_vm"] = self.vm.name
+
+    def read_vsphere(self):
+        return {"allocation": allocation(self.vm), "record": record_of(self.si, self.vm)}
+
+    def make_report_dir(self):
+        self.names["report_dir"] = str(self.fixture("tmp_path") / "report")
+
+    def read_report_dir(self):
+        path = self.names["report_dir"]
+        return sorted(os.listdir(path)) if os.path.isdir(path) else None
+
+    def read(self):
+        return getattr(self, "read_" + self.target)()
+
+    def fill(self, value):
+        """`value` with every {placeholder} replaced by the target's names."""
+        if isinstance(value, dict):
+            return dict((self.fill(key), self.fill(item)) for key, item in value.items())
+        if isinstance(value, list):
+            return [self.fill(item) for item in value]
+        if isinstance(value, str):
+            for key, name in self.names.items():
+                value = value.replace("{%s}" % key, name)
+        return value
+
+
+def vsphere_attribute_key(si):
+    manager = si.RetrieveContent().customFieldsManager
+    keys = [field.key for field in manager.field or [] if field.name == ATTRIBUTE]
+    return keys[0] if keys else manager.AddCustomFieldDef(name=ATTRIBUTE, moType=vim.VirtualMachine).key
+
+
+class Planted(object):
+    """What a case plants on its target before it runs, removed afterwards."""
+
+    def __init__(self, targets, plant):
+        self.targets, self.plant, self.undo = targets, plant, None
+
+    def __enter__(self):
+        if self.plant is None:
+            return
+        kind, value = self.plant
+        if kind in ("throttle", "policy"):
+            namespace = POLICY_NS if kind == "policy" else "https://overcommit.control/xmlns/throttle/1"
+            self.undo = planted(self.targets.domain, value, namespace)
+            self.undo.__enter__()
+        elif kind == "vsphere":
+            si, vm = self.targets.si, self.targets.vm
+            key = vsphere_attribute_key(si)
+            manager = si.RetrieveContent().customFieldsManager
+            manager.SetField(entity=vm, key=key, value=value)
+            self.undo = _Reset(lambda: manager.SetField(entity=vm, key=key, value=""))
+        elif kind in ("vmi", "node"):
+            self.undo = _Reset(self.annotate(kind, value))
+
+    def annotate(self, kind, annotations):
+        """Sets `annotations` on the target VMI or first node; returns what removes them."""
+        from kubernetes import client
+
+        def patch(values):
+            body = {"metadata": {"annotations": values}}
+            if kind == "vmi":
+                self.targets.fleet.custom.patch_namespaced_custom_object(
+                    "kubevirt.io", "v1", "lab", "virtualmachineinstances", self.targets.names["vmi"], body)
+            else:
+                client.CoreV1Api(self.targets.fixture("kube_admin")).patch_node(self.targets.names["node"], body)
+        patch(annotations)
+        return lambda: patch(dict((key, None) for key in annotations))
+
+    def __exit__(self, *exc):
+        if self.undo is not None:
+            self.undo.__exit__(*exc)
+
+
+class _Reset(object):
+    def __init__(self, reset):
+        self.reset = reset
+
+    def __exit__(self, *exc):
+        self.reset()
+
+
+# ---------------------------------------------------------------- the test
+
+
+def messages(result):
+    """The task's message and every per-object message of its result."""
+    texts = [result.get("msg") or ""]
+    for key in ("domains", "nodes", "vms"):
+        for entry in result.get(key) or []:
+            if isinstance(entry, dict) and entry.get("msg"):
+                texts.append(entry["msg"])
+    return "\n".join(texts)
+
+
+def names_field(text, field):
+    """Whether `text` names the field (alternatives separated by |) as a
+    whole name, not inside a longer one."""
+    return any(re.search(r"(?<![\w.-])%s(?![\w-])" % re.escape(name), text) for name in field.split("|"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_bad_input_fails_naming_the_field_and_changes_nothing(request, case):
+    targets = Targets(request, case.target)
+    field = targets.fill(case.field)
+    with Planted(targets, case.plant):
+        before = targets.read()
+        if case.role:
+            # In check mode: a spec check that wrongly passed must not let the role change anything.
+            result = run_role(case.role, targets.fill(case.variables), case.entry, check=True)
+        else:
+            result = run_module(case.module, targets.fill(case.args),
+                                host="lab-hypervisor" if case.target == "domain" else "localhost")
+        after = targets.read()
+    assert result.get("failed") is True, result
+    # ansible-core marks every failed task with exception "(traceback unavailable)" when there was none.
+    assert "module_stderr" not in result and result.get("exception") in (None, "(traceback unavailable)"), result
+    assert "Traceback" not in json.dumps(result), result
+    text = messages(result)
+    if "field" in result:
+        assert result["field"] == field, (result["field"], text)
+    assert names_field(text, field), (field, text)
+    for allowed in case.allowed:
+        assert allowed in text, (allowed, text)
+    assert after == before
+
+
+def test_the_corpus_covers_every_module_and_every_role():
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir)
+    modules = set(name[:-3] for name in os.listdir(os.path.join(root, "plugins", "modules")) if name.endswith(".py"))
+    roles = set(name for name in os.listdir(os.path.join(root, "roles"))
+                if os.path.exists(os.path.join(root, "roles", name, "meta", "argument_specs.yml")))
+    assert len(CASES) >= 50
+    assert len(set(case.id for case in CASES)) == len(CASES)
+    uncovered_modules = modules - set(case.module for case in CASES)
+    uncovered_roles = roles - set(case.role for case in CASES)
+    assert not uncovered_modules and not uncovered_roles, (uncovered_modules, uncovered_roles)
