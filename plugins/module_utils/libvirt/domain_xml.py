@@ -28,6 +28,7 @@ __metaclass__ = type
 import json
 import xml.etree.ElementTree as ET
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
 
@@ -102,7 +103,7 @@ def parse_policy(element):
             out["pause"] = dict((field, child.get(field)) for field in PAUSE_FIELDS if child.get(field) is not None)
         elif tag == "state":
             try:
-                state = json.loads(child.text or "")
+                state = untrusted.loads(child.text or "")
             except ValueError as exc:
                 out["error"] = "the stored policy state is not JSON (%s)" % exc
                 continue
@@ -163,6 +164,10 @@ def parse_record(element):
     field, for a value restore could not write back (the record is read from
     the domain, so it is not trusted to be the collection's own)."""
     record = dict((field, element.get(field)) for field in RECORD_FIELDS if element.get(field) is not None)
+    for field in sorted(record):
+        if len(record[field]) > untrusted.MAX_CHARS:
+            raise RecordError("throttle." + field, "%s... (%d characters)" % (record[field][:40], len(record[field])),
+                              "at most %d characters" % untrusted.MAX_CHARS)
     if "cpus" in record:
         try:
             record["cpus"] = float(record["cpus"])
