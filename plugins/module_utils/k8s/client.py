@@ -20,6 +20,7 @@ from ansible.module_utils.basic import env_fallback
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     RetryLog, Transient, jittered_backoff, retry_note)
+from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 try:
@@ -447,8 +448,9 @@ class K8sClient(object):
             response.read()
         except Exception as exc:  # urllib3 and ssl raise many unrelated types on transport errors
             fault = transport_fault(exc)
-            message = "%s %s: cannot reach the API server at %s%s: %s" % (
-                method, path, self.api.configuration.host, self._through_proxy(), exc)
+            message = "%s %s: cannot reach the API server at %s%s: %s%s" % (
+                method, path, self.api.configuration.host, self._through_proxy(), exc,
+                certificate_hint(exc, "ca_cert", "validate_certs"))
             if fault is not None and fault[0] in TIMEOUTS:
                 message = "%s %s: the API server at %s%s did not answer within request_timeout=%g s (%s)" % (
                     method, path, self.api.configuration.host, self._through_proxy(), self.request_timeout, fault[0])

@@ -17,6 +17,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlparse
 from ansible.module_utils.urls import open_url
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import RetryLog, jittered_backoff
+from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
@@ -45,13 +46,14 @@ def check_url(field, url):
 class PrometheusError(Exception):
     """A query Prometheus did not answer, or answered with an error."""
 
-    def __init__(self, message, status=None):
+    def __init__(self, message, status=None, permanent=False):
         super(PrometheusError, self).__init__(message)
         self.status = status
+        self.permanent = permanent
 
 
 def _transient(exc):
-    if not isinstance(exc, PrometheusError):
+    if not isinstance(exc, PrometheusError) or exc.permanent:
         return None
     if exc.status is None:
         return "connection"
@@ -84,7 +86,9 @@ class PrometheusClient(object):
             raise PrometheusError("Prometheus at %s answered HTTP %d: %s" % (self.url, exc.code, _error_text(detail)),
                                   status=exc.code)
         except (URLError, OSError, ValueError) as exc:
-            raise PrometheusError("cannot reach Prometheus at %s: %s" % (self.url, getattr(exc, "reason", exc)))
+            hint = certificate_hint(exc, "prometheus_ca_cert", "prometheus_validate_certs")
+            raise PrometheusError("cannot reach Prometheus at %s: %s%s" % (self.url, getattr(exc, "reason", exc), hint),
+                                  permanent=bool(hint))
         try:
             answer = json.loads(body)
         except ValueError:

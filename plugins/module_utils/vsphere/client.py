@@ -22,6 +22,7 @@ import time
 from ansible.module_utils.basic import env_fallback
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     Transient, RetryLog, jittered_backoff, retry_note)
+from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
 
 try:
     from pyVim.connect import Disconnect, SmartConnect
@@ -207,8 +208,9 @@ class VsphereClient(object):
         except vim.fault.InvalidLogin as exc:
             raise VsphereClientError("login to %s:%s as %s refused: %s" % ((hostname, port, username) + fault_message(exc)[:1]))
         except Exception as exc:  # socket, TLS and SOAP errors share no base class
-            raise VsphereClientError("cannot connect to %s:%s: %s%s" % (hostname, port, exc or type(exc).__name__,
-                                                                        retry_note(exc, self.retry_log)))
+            raise VsphereClientError("cannot connect to %s:%s: %s%s%s" % (
+                hostname, port, exc or type(exc).__name__, certificate_hint(exc, None, "validate_certs"),
+                retry_note(exc, self.retry_log)))
         try:
             self.content = self.read(self.si.RetrieveContent)
         except Exception as exc:  # as above
