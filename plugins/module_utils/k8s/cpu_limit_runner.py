@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Throttle, restore and reconcile the CPU limit of many running KubeVirt
-VMs over one connection: one list of the launcher pods and one of the
-VirtualMachines' metadata for the whole task, then per VMI the desired cap on
-the VMI and its VM, the resize of its launcher pod, the applied record, and
-an Event. One VMI failing is reported (and announced by a Warning Event) and
-the others go on."""
+"""Writing the KubeVirt CPU brake: throttle, restore and reconcile the CPU
+limit of many running VMs over one connection. One list of the launcher pods
+and one of the VirtualMachines' metadata for the whole task; then per VMI
+its state is read (cpu_limit_state), the change planned (cpu_limit_plan) and
+written here - the desired cap on the VMI and its VM, the resize of its
+launcher pod, the applied record - and announced by an Event. One VMI
+failing is reported (and announced by a Warning Event) and the others go on."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,6 +15,8 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_plan as limit_plan
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     STRATEGIC_MERGE_PATCH, K8sClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import API, namespaced_path
@@ -61,8 +64,8 @@ class CpuLimitRunner(object):
     def launcher_pods(self, namespace):
         """VMI uid -> the virt-launcher pods KubeVirt created for it."""
         pods = {}
-        for pod in self.client.list(pods_path(namespace), brake.LAUNCHER_SELECTOR):
-            owner = (pod["metadata"].get("labels") or {}).get(brake.CREATED_BY)
+        for pod in self.client.list(pods_path(namespace), limit_state.LAUNCHER_SELECTOR):
+            owner = (pod["metadata"].get("labels") or {}).get(limit_state.CREATED_BY)
             pods.setdefault(owner, []).append(pod)
         return pods
 
@@ -84,9 +87,9 @@ class CpuLimitRunner(object):
             if key not in vmis:
                 results.append(self.not_running(key, vms.get(key)))
                 continue
-            owner = brake.owning_vm(vmis[key])
+            owner = limit_state.owning_vm(vmis[key])
             vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
-            view = brake.vmi_view(vmis[key], self.request["keys"], vm)
+            view = limit_state.vmi_view(vmis[key], self.request["keys"], vm)
             results.append(self.handle(view, vmis[key], vm, pods.get(view["uid"]) or []))
         return results
 
@@ -100,7 +103,7 @@ class CpuLimitRunner(object):
             return {"name": key, "changed": False, "failed": True,
                     "msg": "VMI %s not found: VirtualMachine %s is not running, and only a running VM can be "
                            "braked" % (key, key)}
-        view = brake.stopped_vm_view(vm, self.request["keys"])
+        view = limit_state.stopped_vm_view(vm, self.request["keys"])
         before = {"vm_desired": view["desired"]}
         if state == brake.RECONCILED:
             return {"name": key, "changed": False, "before": before, "after": before,
@@ -126,18 +129,18 @@ class CpuLimitRunner(object):
         pod = None
         try:
             try:
-                pod = brake.launcher_pod(view, pods)
-            except brake.LimitRefusal:
+                pod = limit_state.launcher_pod(view, pods)
+            except limit_state.LimitRefusal:
                 # Restore clears the desired cap also when no pod runs; the others need one.
                 if self.request["state"] != brake.RESTORED:
                     raise
             before = brake.state_view(view, pod)
             result["before"] = before
-            brake.check_unchanged(view, self.request)
-            cpus, action = brake.target(view, pod, self.request)
+            limit_plan.check_unchanged(view, self.request)
+            cpus, action = limit_plan.target(view, pod, self.request)
             if action is None:
                 kept = None
-                if self.request["state"] == brake.RECONCILED and brake.stale_vm_copy(view):
+                if self.request["state"] == brake.RECONCILED and limit_state.stale_vm_copy(view):
                     # Lifted on the VMI by hand: the VM's copy must not bring the cap back after a restart.
                     kept = self.keep_on_vm(view, vm, None, view["vm"]["record_text"])
                 result.update(changed=kept is not None,
@@ -146,11 +149,11 @@ class CpuLimitRunner(object):
                               else "never throttled")
                 return result
             changes = self.write(view, vmi, vm, pod, cpus, action)
-        except brake.ChangedSinceRead as exc:
+        except limit_plan.ChangedSinceRead as exc:
             # Another runner acted on it first: not a failure, and nothing of it is written.
             result.update(conflict=True, msg=str(exc), seen=exc.seen)
             return result
-        except (brake.LimitRefusal, ValueRangeError, K8sClientError) as exc:
+        except (limit_state.LimitRefusal, ValueRangeError, K8sClientError) as exc:
             result.update(failed=True, msg=str(exc))
             result["event"] = self.emit(view, pod, "Warning", "CPULimitFailed", STATE_ACTIONS[self.request["state"]],
                                         "cannot %s the CPU limit: %s" % (STATE_ACTIONS[self.request["state"]].lower(),
@@ -160,8 +163,8 @@ class CpuLimitRunner(object):
                                  changes["kept"])
         result.update(changed=any(changes.values()),
                       before=before, after=after, pod=before["pod"])
-        if pod is not None and brake.pod_view(pod)["resize_pending"]:
-            result["resize_pending"] = brake.pod_view(pod)["resize_pending"]
+        if pod is not None and limit_state.pod_view(pod)["resize_pending"]:
+            result["resize_pending"] = limit_state.pod_view(pod)["resize_pending"]
         if changes["resized"] or (action == "restore" and result["changed"]):
             action_name, reason = ACTIONS[action]
             note = self._note(view, before, after, action)
@@ -191,30 +194,30 @@ class CpuLimitRunner(object):
         current_vmi = vmi
         if action != "restore":
             def plan_desire(obj):
-                fresh = brake.vmi_view(obj, keys, vm)
+                fresh = limit_state.vmi_view(obj, keys, vm)
                 # Compare-and-swap: a write that raced another runner's is
                 # read again (409), and must still find the VMI as expected.
-                brake.check_unchanged(fresh, self.request)
-                return brake.desire_patch(fresh, pod, cpus, self.request, self.record_fields)
+                limit_plan.check_unchanged(fresh, self.request)
+                return limit_plan.desire_patch(fresh, pod, cpus, self.request, self.record_fields)
             current_vmi, changes["desire"], _conflicts = self.client.read_modify_write(
                 vmi_path, plan_desire, current=vmi, written=True)
             if view["vm"] is not None:
                 # The VM keeps what the VMI now says.
-                written = brake.vmi_view(current_vmi, keys, vm)
+                written = limit_state.vmi_view(current_vmi, keys, vm)
                 changes["kept"] = self.keep_on_vm(view, vm, written["desired"], written["record_text"])
         if pod is not None and cpus is not None:
             pod_path = "%s/%s" % (pods_path(namespace), pod["metadata"]["name"])
 
             def plan_resize(obj):
-                return brake.resize_patch(obj, cpus)
+                return limit_plan.resize_patch(obj, cpus)
             _pod, changes["resized"], _conflicts = self.client.read_modify_write(
                 pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH)
         if action == "restore" and view["vm"] is not None:
             changes["kept"] = self.keep_on_vm(view, vm, None, None)
 
         def plan_applied(obj):
-            return brake.applied_patch(brake.vmi_view(obj, keys, vm), pod, cpus, self.request,
-                                       self.clock()[0], restore=action == "restore")
+            return limit_plan.applied_patch(limit_state.vmi_view(obj, keys, vm), pod, cpus, self.request,
+                                            self.clock()[0], restore=action == "restore")
         _vmi, changes["applied"], _conflicts = self.client.read_modify_write(vmi_path, plan_applied,
                                                                              current=current_vmi)
         return changes
@@ -226,7 +229,7 @@ class CpuLimitRunner(object):
         path = namespaced_path(view["namespace"], "virtualmachines", view["vm"]["name"])
 
         def plan_kept(obj):
-            return brake.vm_patch(brake.vm_view(obj, keys), self.request, desired, record_text)
+            return limit_plan.vm_patch(limit_state.vm_view(obj, keys), self.request, desired, record_text)
         _vm, patch, _conflicts = self.client.read_modify_write(path, plan_kept, current=vm)
         return patch
 

@@ -23,6 +23,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu impo
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import shown
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
 
 USAGE_METRIC = "kubevirt_vmi_cpu_usage_seconds_total"
@@ -90,8 +92,8 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         "name": view["name"], "namespace": view["namespace"], "vmi": view["vmi"], "node": view["node"],
         "platform": "kubevirt", "active": view["phase"] == "Running", "vcpus": view["vcpus"],
         "class": declared if declared in CLASSES else None,
-        "cap_cpus": brake.cap_cpus(view), "desired": view["desired"], "throttle": view["record"],
-        "applied": view["applied"], "pod": None, "compute_cpu_limit": None, "cpu_request": None,
+        "cap_cpus": limit_state.cap_cpus(view), "desired": view["desired"], "throttle": shown(view["record"]),
+        "applied": shown(view["applied"]), "pod": None, "compute_cpu_limit": None, "cpu_request": None,
         "policy": policy or {},
         # The kill switch: the label on the VMI or on its VirtualMachine.
         "paused": "true" in (labels.get(keys["paused"]), owner_labels.get(keys["paused"])),
@@ -101,7 +103,7 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
     if policy_error:
         entry["policy_error"] = policy_error
     if pod is not None:
-        current = brake.pod_view(pod)
+        current = limit_state.pod_view(pod)
         entry.update(pod=current["name"], compute_cpu_limit=current["limit_text"], cpu_request=current["cpu_request"])
     if usage_rounds is not None:
         entry["usage_rounds"] = usage_rounds
@@ -137,12 +139,12 @@ class VmCpuReader(object):
             if key not in vmis:
                 out.append({"name": key, "failed": True, "msg": "VMI %s not found" % key})
                 continue
-            owner = brake.owning_vm(vmis[key])
+            owner = limit_state.owning_vm(vmis[key])
             vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
-            view = brake.vmi_view(vmis[key], keys, vm)
+            view = limit_state.vmi_view(vmis[key], keys, vm)
             try:
-                pod = brake.launcher_pod(view, pods.get(view["uid"]) or [])
-            except brake.LimitRefusal:
+                pod = limit_state.launcher_pod(view, pods.get(view["uid"]) or [])
+            except limit_state.LimitRefusal:
                 pod = None
             usage_rounds = None
             if rounds is not None:

@@ -14,7 +14,7 @@ __metaclass__ = type
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate, metadata
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import namespaced_path
 
@@ -96,7 +96,7 @@ class PolicyStateRunner(object):
                 if self.request["missing"] == "ignore":
                     return dict(result, skipped=True, msg="VMI %s not found" % key)
                 return dict(result, failed=True, msg="VMI %s not found" % key)
-            owner = brake.owning_vm(vmi)
+            owner = limit_state.owning_vm(vmi)
             _vmi, written, _conflicts = self.client.read_modify_write(
                 path, lambda obj: policy_patch(obj, wanted, keys), current=vmi)
             result["changed"] = written is not None

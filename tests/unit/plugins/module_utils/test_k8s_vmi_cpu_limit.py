@@ -4,6 +4,8 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_plan as limit_plan
 
 PREFIX = "overcommit.control/"
 FIELDS = {"reason": "INC-1", "by": "ops", "time": "2026-01-05T10:00:00Z"}
@@ -45,7 +47,7 @@ def virtual_machine(annotations=None, labels=None):
 
 
 def view(obj, req=None):
-    return brake.vmi_view(obj, (req or request())["keys"])
+    return limit_state.vmi_view(obj, (req or request())["keys"])
 
 
 def test_options_are_checked_naming_the_field():
@@ -61,22 +63,22 @@ def test_options_are_checked_naming_the_field():
 
 
 def test_qos_class_follows_kubernetes_rules():
-    assert brake.qos_class({"containers": [{"name": "c"}]}) == brake.BEST_EFFORT
-    assert brake.qos_class({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"},
-                                                          "requests": {"cpu": "1", "memory": "1Gi"}}}]}) == \
-        brake.GUARANTEED
+    assert limit_state.qos_class({"containers": [{"name": "c"}]}) == limit_state.BEST_EFFORT
+    assert limit_state.qos_class({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                                                                "requests": {"cpu": "1", "memory": "1Gi"}}}]}) == \
+        limit_state.GUARANTEED
     # Every container needs both limits; requests must equal them in sum.
-    assert brake.qos_class({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
-                                           {"resources": {"limits": {"cpu": "1"}}}]}) == brake.BURSTABLE
-    assert brake.qos_class({"containers": [{"resources": {"limits": {"cpu": "2", "memory": "1Gi"},
-                                                          "requests": {"cpu": "1", "memory": "1Gi"}}}]}) == \
-        brake.BURSTABLE
+    assert limit_state.qos_class({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                                                 {"resources": {"limits": {"cpu": "1"}}}]}) == limit_state.BURSTABLE
+    assert limit_state.qos_class({"containers": [{"resources": {"limits": {"cpu": "2", "memory": "1Gi"},
+                                                                "requests": {"cpu": "1", "memory": "1Gi"}}}]}) == \
+        limit_state.BURSTABLE
     # Other resources do not count; pod-level resources win over containers.
-    assert brake.qos_class({"containers": [{"resources": {"requests": {"ephemeral-storage": "1Gi"}}}]}) == \
-        brake.BEST_EFFORT
-    assert brake.qos_class({"resources": {"limits": {"cpu": "1", "memory": "1Gi"},
-                                          "requests": {"cpu": "1", "memory": "1Gi"}},
-                            "containers": [{"resources": {"requests": {"cpu": "100m"}}}]}) == brake.GUARANTEED
+    assert limit_state.qos_class({"containers": [{"resources": {"requests": {"ephemeral-storage": "1Gi"}}}]}) == \
+        limit_state.BEST_EFFORT
+    assert limit_state.qos_class({"resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                                                "requests": {"cpu": "1", "memory": "1Gi"}},
+                                 "containers": [{"resources": {"requests": {"cpu": "100m"}}}]}) == limit_state.GUARANTEED
 
 
 def test_the_running_launcher_on_the_vmis_node_is_chosen():
@@ -84,35 +86,35 @@ def test_the_running_launcher_on_the_vmis_node_is_chosen():
     target = pod(uid="pod-uid-2", node="node-b")
     old = pod(uid="pod-uid-0")
     migrating = view(vmi(pods=("pod-uid-1", "pod-uid-2")))
-    assert brake.launcher_pod(migrating, [target, old, source]) is source
-    with pytest.raises(brake.LimitRefusal, match="no running virt-launcher pod"):
-        brake.launcher_pod(view(vmi()), [pod(phase="Pending")])
-    with pytest.raises(brake.LimitRefusal, match="the VMI is Scheduling, not Running"):
-        brake.launcher_pod(view(vmi(phase="Scheduling")), [source])
-    with pytest.raises(brake.LimitRefusal, match="has no compute container"):
+    assert limit_state.launcher_pod(migrating, [target, old, source]) is source
+    with pytest.raises(limit_state.LimitRefusal, match="no running virt-launcher pod"):
+        limit_state.launcher_pod(view(vmi()), [pod(phase="Pending")])
+    with pytest.raises(limit_state.LimitRefusal, match="the VMI is Scheduling, not Running"):
+        limit_state.launcher_pod(view(vmi(phase="Scheduling")), [source])
+    with pytest.raises(limit_state.LimitRefusal, match="has no compute container"):
         broken = pod()
         broken["spec"]["containers"][0]["name"] = "other"
-        brake.launcher_pod(view(vmi()), [broken])
+        limit_state.launcher_pod(view(vmi()), [broken])
 
 
 def test_throttle_plan_records_the_previous_limit_once():
     req = request(cpus="2")
     current = view(vmi())
     launcher = pod(limits={"cpu": "4"})
-    assert brake.target(current, launcher, req) == (2.0, "throttle")
-    desire = brake.desire_patch(current, launcher, 2.0, req, FIELDS)["metadata"]["annotations"]
+    assert limit_plan.target(current, launcher, req) == (2.0, "throttle")
+    desire = limit_plan.desire_patch(current, launcher, 2.0, req, FIELDS)["metadata"]["annotations"]
     assert desire[PREFIX + "cpu-limit"] == "2"
     assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4")
-    assert brake.resize_patch(launcher, 2.0) == {
+    assert limit_plan.resize_patch(launcher, 2.0) == {
         "spec": {"containers": [{"name": "compute", "resources": {"limits": {"cpu": "2"}}}]}}
 
     throttled = view(vmi(annotations={PREFIX + "cpu-limit": "2", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous="4"))}))
-    tighter = brake.desire_patch(throttled, pod(limits={"cpu": "2"}), 1.0, request(cpus="1", reason="later"),
-                                 dict(FIELDS, reason="later"))["metadata"]["annotations"]
+    tighter = limit_plan.desire_patch(throttled, pod(limits={"cpu": "2"}), 1.0, request(cpus="1", reason="later"),
+                                      dict(FIELDS, reason="later"))["metadata"]["annotations"]
     assert json.loads(tighter[PREFIX + "cpu-limit-throttle"])["previous"] == "4"
-    assert brake.desire_patch(throttled, pod(limits={"cpu": "2"}), 2.0, req, FIELDS) is None
-    assert brake.resize_patch(pod(limits={"cpu": "2000m"}), 2.0) is None
+    assert limit_plan.desire_patch(throttled, pod(limits={"cpu": "2"}), 2.0, req, FIELDS) is None
+    assert limit_plan.resize_patch(pod(limits={"cpu": "2000m"}), 2.0) is None
 
 
 def test_applied_record_is_rewritten_only_for_a_new_value_or_pod():
@@ -120,75 +122,75 @@ def test_applied_record_is_rewritten_only_for_a_new_value_or_pod():
     launcher = pod(limits={"cpu": "1"})
     applied = {"cpus": "1", "pod": "virt-launcher-web-1-1", "podUID": "pod-uid-1", "time": "t0"}
     current = view(vmi(annotations={PREFIX + "cpu-limit-applied": json.dumps(applied)}))
-    assert brake.applied_patch(current, launcher, 1.0, req, "t1") is None
-    moved = brake.applied_patch(current, pod(uid="pod-uid-2", limits={"cpu": "1"}), 1.0, req, "t1")
+    assert limit_plan.applied_patch(current, launcher, 1.0, req, "t1") is None
+    moved = limit_plan.applied_patch(current, pod(uid="pod-uid-2", limits={"cpu": "1"}), 1.0, req, "t1")
     assert json.loads(moved["metadata"]["annotations"][PREFIX + "cpu-limit-applied"])["podUID"] == "pod-uid-2"
 
 
 def test_refusals_name_their_reason():
     req = request(cpus="1")
-    with pytest.raises(brake.LimitRefusal, match="dedicated CPUs"):
-        brake.target(view(vmi(dedicated=True)), pod(), request(cpus="1", force=True))
-    with pytest.raises(brake.LimitRefusal, match="its class is dedicated"):
-        brake.target(view(vmi(labels={PREFIX + "class": "dedicated"})), pod(), req)
-    with pytest.raises(brake.LimitRefusal, match="its class is dedicated"):
-        brake.target(brake.vmi_view(vmi(), req["keys"], virtual_machine(labels={PREFIX + "class": "dedicated"})),
-                     pod(), req)
-    with pytest.raises(brake.LimitRefusal, match="realtime"):
-        brake.target(view(vmi(realtime={})), pod(), req)
-    with pytest.raises(brake.LimitRefusal, match="under the shared floor of 2 CPUs"):
-        brake.target(view(vmi(cores=8)), pod(), req)
-    assert brake.target(view(vmi(cores=8)), pod(), request(cpus="1", force=True))[0] == 1.0
-    with pytest.raises(brake.LimitRefusal, match="from Guaranteed to Burstable"):
+    with pytest.raises(limit_state.LimitRefusal, match="dedicated CPUs"):
+        limit_plan.target(view(vmi(dedicated=True)), pod(), request(cpus="1", force=True))
+    with pytest.raises(limit_state.LimitRefusal, match="its class is dedicated"):
+        limit_plan.target(view(vmi(labels={PREFIX + "class": "dedicated"})), pod(), req)
+    with pytest.raises(limit_state.LimitRefusal, match="its class is dedicated"):
+        limit_plan.target(limit_state.vmi_view(vmi(), req["keys"], virtual_machine(labels={PREFIX + "class": "dedicated"})),
+                          pod(), req)
+    with pytest.raises(limit_state.LimitRefusal, match="realtime"):
+        limit_plan.target(view(vmi(realtime={})), pod(), req)
+    with pytest.raises(limit_state.LimitRefusal, match="under the shared floor of 2 CPUs"):
+        limit_plan.target(view(vmi(cores=8)), pod(), req)
+    assert limit_plan.target(view(vmi(cores=8)), pod(), request(cpus="1", force=True))[0] == 1.0
+    with pytest.raises(limit_state.LimitRefusal, match="from Guaranteed to Burstable"):
         guaranteed = pod(requests={"cpu": "2", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})
-        brake.target(view(vmi(cores=2)), guaranteed, req)
-    with pytest.raises(brake.LimitRefusal, match="CPU request of 3"):
-        brake.target(view(vmi()), pod(requests={"cpu": "3"}), req)
-    with pytest.raises(brake.LimitRefusal, match="no running virt-launcher pod"):
-        brake.target(view(vmi()), None, req)
+        limit_plan.target(view(vmi(cores=2)), guaranteed, req)
+    with pytest.raises(limit_state.LimitRefusal, match="CPU request of 3"):
+        limit_plan.target(view(vmi()), pod(requests={"cpu": "3"}), req)
+    with pytest.raises(limit_state.LimitRefusal, match="no running virt-launcher pod"):
+        limit_plan.target(view(vmi()), None, req)
 
 
 def test_a_cap_at_or_above_the_vcpus_is_refused_even_when_forced():
     for cores, cpus in ((1, "1000"), (1, "1"), (4, "4"), (4, "4500m"), (2, "500")):
         for force in (False, True):
             with pytest.raises(ValueRangeError) as error:
-                brake.target(view(vmi(cores=cores)), pod(), request(cpus=cpus, force=force))
+                limit_plan.target(view(vmi(cores=cores)), pod(), request(cpus=cpus, force=force))
             assert error.value.field == "cpus" and error.value.value == cpus
             assert "VM's %d vCPU" % cores in str(error.value) and "caps nothing" in str(error.value)
-    assert brake.target(view(vmi(cores=4)), pod(), request(cpus="3999m")) == (3.999, "throttle")
+    assert limit_plan.target(view(vmi(cores=4)), pod(), request(cpus="3999m")) == (3.999, "throttle")
     # Only a throttle is checked: restore raises the limit to the vCPUs plus headroom on purpose.
     limited = pod(limits={"cpu": "1"})
-    assert brake.target(view(vmi(cores=1, annotations={PREFIX + "cpu-limit": "1"})), limited,
-                        request(state="restored", cpus=None))[1] == "restore"
+    assert limit_plan.target(view(vmi(cores=1, annotations={PREFIX + "cpu-limit": "1"})), limited,
+                             request(state="restored", cpus=None))[1] == "restore"
 
 
 def test_a_forced_cap_stays_forced_for_the_reconcile():
     record = json.dumps(dict(FIELDS, previous=None, forced=True))
     forced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": record}))
-    assert brake.target(forced, pod(), request(state="reconciled", cpus=None)) == (1.0, "reconcile")
+    assert limit_plan.target(forced, pod(), request(state="reconciled", cpus=None)) == (1.0, "reconcile")
     unforced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1"}))
-    with pytest.raises(brake.LimitRefusal, match="floor"):
-        brake.target(unforced, pod(), request(state="reconciled", cpus=None))
-    with pytest.raises(brake.LimitRefusal, match="not a CPU quantity"):
+    with pytest.raises(limit_state.LimitRefusal, match="floor"):
+        limit_plan.target(unforced, pod(), request(state="reconciled", cpus=None))
+    with pytest.raises(limit_state.LimitRefusal, match="not a CPU quantity"):
         unreadable = view(vmi(annotations={PREFIX + "cpu-limit": "lots"}))
-        brake.target(unreadable, pod(), request(state="reconciled", cpus=None))
-    assert brake.target(view(vmi()), pod(), request(state="reconciled", cpus=None)) == (None, None)
+        limit_plan.target(unreadable, pod(), request(state="reconciled", cpus=None))
+    assert limit_plan.target(view(vmi()), pod(), request(state="reconciled", cpus=None)) == (None, None)
 
 
 def test_restore_returns_the_recorded_limit_or_raises_to_vcpus_plus_headroom():
     req = request(state="restored", cpus=None, headroom=0.5)
     with_previous = view(vmi(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous="3"))}))
-    assert brake.target(with_previous, pod(limits={"cpu": "1"}), req) == (3.0, "restore")
+    assert limit_plan.target(with_previous, pod(limits={"cpu": "1"}), req) == (3.0, "restore")
     without = view(vmi(cores=2, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous=None))}))
-    assert brake.target(without, pod(limits={"cpu": "1"}), req) == (2.5, "restore")
+    assert limit_plan.target(without, pod(limits={"cpu": "1"}), req) == (2.5, "restore")
     # Never lowered, and nothing to lift on a pod without a limit or without a pod.
-    assert brake.target(without, pod(limits={"cpu": "6"}), req) == (None, "restore")
-    assert brake.target(without, pod(), req) == (None, "restore")
-    assert brake.target(without, None, req) == (None, "restore")
-    assert brake.target(view(vmi()), pod(limits={"cpu": "1"}), req) == (None, None)
-    cleared = brake.applied_patch(without, pod(limits={"cpu": "1"}), 2.5, req, "t1", restore=True)
+    assert limit_plan.target(without, pod(limits={"cpu": "6"}), req) == (None, "restore")
+    assert limit_plan.target(without, pod(), req) == (None, "restore")
+    assert limit_plan.target(without, None, req) == (None, "restore")
+    assert limit_plan.target(view(vmi()), pod(limits={"cpu": "1"}), req) == (None, None)
+    cleared = limit_plan.applied_patch(without, pod(limits={"cpu": "1"}), 2.5, req, "t1", restore=True)
     annotations = cleared["metadata"]["annotations"]
     assert annotations[PREFIX + "cpu-limit"] is None and annotations[PREFIX + "cpu-limit-throttle"] is None
     assert json.loads(annotations[PREFIX + "cpu-limit-applied"])["cpus"] == "2500m"
@@ -199,8 +201,8 @@ def test_after_view_and_event_body():
     current = view(vmi())
     launcher = pod()
     before = brake.state_view(current, launcher)
-    desire = brake.desire_patch(current, launcher, 1.0, req, FIELDS)
-    applied = brake.applied_patch(current, launcher, 1.0, req, "t1")
+    desire = limit_plan.desire_patch(current, launcher, 1.0, req, FIELDS)
+    applied = limit_plan.applied_patch(current, launcher, 1.0, req, "t1")
     after = brake.after_view(before, current, launcher, 1.0, req, desire, applied)
     assert before["compute_cpu_limit"] is None and after["compute_cpu_limit"] == "1"
     assert after["desired"] == "1" and after["applied"]["pod"] == launcher["metadata"]["name"]
@@ -216,10 +218,10 @@ def test_the_owning_virtual_machine_is_the_controller_owner():
     owned["metadata"]["ownerReferences"] = [
         {"kind": "Other", "name": "x", "controller": True},
         {"kind": "VirtualMachine", "name": "web-1", "controller": True}]
-    assert brake.owning_vm(owned) == "web-1"
-    assert brake.owning_vm(vmi()) is None
+    assert limit_state.owning_vm(owned) == "web-1"
+    assert limit_state.owning_vm(vmi()) is None
     owned["metadata"]["ownerReferences"][1]["controller"] = False
-    assert brake.owning_vm(owned) is None
+    assert limit_state.owning_vm(owned) is None
 
 
 def test_a_restart_reconciles_the_cap_the_virtual_machine_kept():
@@ -228,60 +230,60 @@ def test_a_restart_reconciles_the_cap_the_virtual_machine_kept():
     record = json.dumps(dict(FIELDS, previous="4"), sort_keys=True)
     kept = virtual_machine(annotations={PREFIX + "cpu-limit": "1500m", PREFIX + "cpu-limit-throttle": record})
     req = request(state="reconciled", cpus=None)
-    restarted = brake.vmi_view(vmi(), req["keys"], kept)
+    restarted = limit_state.vmi_view(vmi(), req["keys"], kept)
     launcher = pod(limits={"cpu": "4"})
-    assert brake.target(restarted, launcher, req) == (1.5, "reconcile")
-    desire = brake.desire_patch(restarted, launcher, 1.5, req, dict(FIELDS, reason="ignored"))
+    assert limit_plan.target(restarted, launcher, req) == (1.5, "reconcile")
+    desire = limit_plan.desire_patch(restarted, launcher, 1.5, req, dict(FIELDS, reason="ignored"))
     # The VM's record is carried over as it is: the limit before the first throttle, why, who.
     assert desire == {"metadata": {"annotations": {PREFIX + "cpu-limit": "1500m",
                                                    PREFIX + "cpu-limit-throttle": record}}}
     # What the VMI then says is what the VM keeps already: nothing to write there.
-    assert brake.vm_patch(restarted["vm"], req, "1500m", record) is None
+    assert limit_plan.vm_patch(restarted["vm"], req, "1500m", record) is None
     # Without a VM (or a VM without a cap) there is nothing to reconcile.
-    assert brake.target(brake.vmi_view(vmi(), req["keys"], virtual_machine()), launcher, req) == (None, None)
+    assert limit_plan.target(limit_state.vmi_view(vmi(), req["keys"], virtual_machine()), launcher, req) == (None, None)
     # A VMI that had the cap and lost its desired annotation by hand does not take it back from the VM.
-    lifted = brake.vmi_view(vmi(annotations={PREFIX + "cpu-limit-throttle": record}), req["keys"], kept)
-    assert brake.target(lifted, launcher, req) == (None, None)
-    assert brake.stale_vm_copy(lifted) and not brake.stale_vm_copy(restarted)
-    assert brake.vm_patch(lifted["vm"], req, None, lifted["vm"]["record_text"]) == {
+    lifted = limit_state.vmi_view(vmi(annotations={PREFIX + "cpu-limit-throttle": record}), req["keys"], kept)
+    assert limit_plan.target(lifted, launcher, req) == (None, None)
+    assert limit_state.stale_vm_copy(lifted) and not limit_state.stale_vm_copy(restarted)
+    assert limit_plan.vm_patch(lifted["vm"], req, None, lifted["vm"]["record_text"]) == {
         "metadata": {"annotations": {PREFIX + "cpu-limit": None}}}
     # A forced cap stays forced across the restart.
     forced = virtual_machine(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous=None, forced=True))})
-    assert brake.target(brake.vmi_view(vmi(cores=8), req["keys"], forced), pod(), req) == (1.0, "reconcile")
+    assert limit_plan.target(limit_state.vmi_view(vmi(cores=8), req["keys"], forced), pod(), req) == (1.0, "reconcile")
 
 
 def test_a_throttle_keeps_a_copy_on_the_virtual_machine_and_restore_clears_it():
     req = request(cpus="2")
-    current = brake.vmi_view(vmi(), req["keys"], virtual_machine())
+    current = limit_state.vmi_view(vmi(), req["keys"], virtual_machine())
     launcher = pod(limits={"cpu": "4"})
-    desire = brake.desire_patch(current, launcher, 2.0, req, FIELDS)
+    desire = limit_plan.desire_patch(current, launcher, 2.0, req, FIELDS)
     written = desire["metadata"]["annotations"]
     desired, record_text = written[PREFIX + "cpu-limit"], written[PREFIX + "cpu-limit-throttle"]
     assert desired == "2" and json.loads(record_text)["previous"] == "4"
-    assert brake.vm_patch(current["vm"], req, desired, record_text) == {
+    assert limit_plan.vm_patch(current["vm"], req, desired, record_text) == {
         "metadata": {"annotations": {PREFIX + "cpu-limit": "2", PREFIX + "cpu-limit-throttle": record_text}}}
     # The same cap in another spelling, the same record in another key order: nothing to write.
     same = virtual_machine(annotations={PREFIX + "cpu-limit": "2000m", PREFIX + "cpu-limit-throttle": json.dumps(
         json.loads(record_text), sort_keys=False, indent=1)})
-    assert brake.vm_patch(brake.vm_view(same, req["keys"]), req, desired, record_text) is None
+    assert limit_plan.vm_patch(limit_state.vm_view(same, req["keys"]), req, desired, record_text) is None
     # A later throttle of a restarted VMI keeps the limit from before the first throttle.
-    restarted = brake.vmi_view(vmi(), req["keys"], same)
-    later = brake.desire_patch(restarted, pod(limits={"cpu": "4"}), 1.0, request(cpus="1"), FIELDS)
+    restarted = limit_state.vmi_view(vmi(), req["keys"], same)
+    later = limit_plan.desire_patch(restarted, pod(limits={"cpu": "4"}), 1.0, request(cpus="1"), FIELDS)
     assert json.loads(later["metadata"]["annotations"][PREFIX + "cpu-limit-throttle"])["previous"] == "4"
 
     restore = request(state="restored", cpus=None)
-    restarted = brake.vmi_view(vmi(), restore["keys"], same)
+    restarted = limit_state.vmi_view(vmi(), restore["keys"], same)
     # The VM's record says the limit before the first throttle: restore sets it back.
-    assert brake.target(restarted, pod(limits={"cpu": "2"}), restore) == (4.0, "restore")
-    assert brake.vm_patch(restarted["vm"], restore, None, None) == {
+    assert limit_plan.target(restarted, pod(limits={"cpu": "2"}), restore) == (4.0, "restore")
+    assert limit_plan.vm_patch(restarted["vm"], restore, None, None) == {
         "metadata": {"annotations": {PREFIX + "cpu-limit": None, PREFIX + "cpu-limit-throttle": None}}}
-    assert brake.vm_patch(brake.vm_view(virtual_machine(), restore["keys"]), restore, None, None) is None
+    assert limit_plan.vm_patch(limit_state.vm_view(virtual_machine(), restore["keys"]), restore, None, None) is None
 
 
 def test_a_stopped_virtual_machine_is_named_in_results_and_events():
     req = request(state="restored", cpus=None)
-    stopped = brake.stopped_vm_view(virtual_machine(annotations={PREFIX + "cpu-limit": "1"}), req["keys"])
+    stopped = limit_state.stopped_vm_view(virtual_machine(annotations={PREFIX + "cpu-limit": "1"}), req["keys"])
     assert stopped["name"] == "lab/web-1" and stopped["desired"] == "1" and stopped["vm"]["name"] == "web-1"
     body = brake.event(stopped, None, "Normal", "CPULimitRestored", "Restore", "lifted", "t", "h", "ab")
     assert body["regarding"] == {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "namespace": "lab",

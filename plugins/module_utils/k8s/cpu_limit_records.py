@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The records the KubeVirt CPU brake keeps in annotations, as types: what
+they hold, how they are read (anything that is not such a record - not
+JSON, not a mapping, too big - reads as none, so a hand-edited annotation
+never breaks a run) and how they are written (JSON, sorted keys). Pure."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+# Annotations are data from the cluster: a record is a few hundred bytes;
+# anything far bigger is not one of ours and is not parsed.
+MAX_RECORD_CHARS = 16384
+
+
+def _mapping(text):
+    if not isinstance(text, str) or len(text) > MAX_RECORD_CHARS:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _Record(object):
+    """Fields by name; keys of the stored JSON it does not know are kept."""
+
+    FIELDS = ()
+    # Field name -> its key in the JSON, where they differ.
+    KEYS = {}
+
+    def __init__(self, **values):
+        unknown = set(values) - set(self.FIELDS) - {"extra"}
+        if unknown:
+            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(sorted(unknown))))
+        for field in self.FIELDS:
+            setattr(self, field, values.get(field))
+        self.extra = dict(values.get("extra") or {})
+
+    @classmethod
+    def parse(cls, text):
+        """The record an annotation holds, or None (absent or unreadable)."""
+        stored = _mapping(text)
+        if stored is None:
+            return None
+        keys = dict((cls.KEYS.get(field, field), field) for field in cls.FIELDS)
+        return cls(extra=dict((k, v) for k, v in stored.items() if k not in keys),
+                   **dict((keys[k], v) for k, v in stored.items() if k in keys))
+
+    def as_dict(self):
+        """The record as stored (and as results show it)."""
+        out = dict(self.extra)
+        for field in self.FIELDS:
+            value = getattr(self, field)
+            if value is not None or field in self.ALWAYS:
+                out[self.KEYS.get(field, field)] = value
+        return out
+
+    ALWAYS = ()
+
+    def text(self):
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.as_dict() == self.as_dict()
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+
+class ThrottleRecord(_Record):
+    """Why, by whom and when a VM was first throttled, and the compute CPU
+    limit its launcher had before (`previous`, kept through later throttles
+    and restarts: what restore gives back). `forced`: the cap went past the
+    class's guard, so a reconcile applies it again the same way."""
+
+    FIELDS = ("previous", "reason", "by", "time", "plan", "forced")
+    ALWAYS = ("previous",)
+
+    def as_dict(self):
+        out = super(ThrottleRecord, self).as_dict()
+        if not self.forced:
+            out.pop("forced", None)
+        return out
+
+
+class AppliedRecord(_Record):
+    """The cap last written to a launcher pod: which pod (name and uid), and when."""
+
+    FIELDS = ("cpus", "pod", "pod_uid", "time")
+    KEYS = {"pod_uid": "podUID"}
+    ALWAYS = FIELDS
+
+
+def shown(record):
+    """A record as results show it (a mapping), or None."""
+    return record.as_dict() if record is not None else None
+
+
+def same_record_text(left, right):
+    """Whether two throttle record texts say the same (None: no record)."""
+    if left is None or right is None:
+        return left is right
+    return left == right or (ThrottleRecord.parse(left) is not None
+                             and ThrottleRecord.parse(left) == ThrottleRecord.parse(right))

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading the KubeVirt CPU brake's state: what a VirtualMachineInstance,
+its VirtualMachine and its virt-launcher pod say (the desired cap, the
+typed throttle and applied records, the vCPUs, the class, the running
+launcher pod and its compute CPU limit and QoS class). Pure: the API's JSON
+in, views out; LimitRefusal when there is no pod to act on."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
+    AppliedRecord, ThrottleRecord)
+
+COMPUTE = "compute"
+LAUNCHER_SELECTOR = "kubevirt.io=virt-launcher"
+CREATED_BY = "kubevirt.io/created-by"
+# Resources that decide a pod's QoS class (Kubernetes' GetPodQOS).
+QOS_RESOURCES = ("cpu", "memory")
+GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
+
+
+class LimitRefusal(Exception):
+    """A cap this VMI cannot take now; says why."""
+
+
+def _int(value):
+    return int(value) if value else 1
+
+
+def owning_vm(vmi):
+    """The name of the VirtualMachine that controls a VMI (None for a VMI
+    created on its own)."""
+    for owner in (vmi.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("kind") == "VirtualMachine" and owner.get("controller"):
+            return owner.get("name")
+    return None
+
+
+def _cap(annotations, keys):
+    """The desired cap and the throttle record (as written, and read) that
+    a VMI or VirtualMachine carries."""
+    return {"desired": annotations.get(keys["desired"]), "record_text": annotations.get(keys["record"]),
+            "record": ThrottleRecord.parse(annotations.get(keys["record"]))}
+
+
+def has_record(state):
+    """Whether a VMI's or VM's view carries a throttle record (even one that cannot be read)."""
+    return state["record_text"] is not None
+
+
+def vm_view(vm, keys):
+    """The copy of the desired cap and throttle record on a VirtualMachine
+    (metadata is enough); None for no VM."""
+    if vm is None:
+        return None
+    meta = vm.get("metadata") or {}
+    return dict(_cap(meta.get("annotations") or {}, keys), name=meta.get("name"), namespace=meta.get("namespace"),
+                uid=meta.get("uid"), labels=meta.get("labels") or {})
+
+
+def stopped_vm_view(vm, keys):
+    """A VirtualMachine without a VMI, as results and Events name it."""
+    kept = vm_view(vm, keys)
+    return dict(kept, kind="VirtualMachine", vmi=kept["name"], name="%s/%s" % (kept["namespace"], kept["name"]),
+                vm=kept)
+
+
+def vmi_view(vmi, keys, vm=None):
+    """What the brake looks at on one VirtualMachineInstance. vm: its owning
+    VirtualMachine (metadata is enough): the class label is usually set there,
+    and it keeps the cap across restarts."""
+    meta, spec, status = vmi.get("metadata") or {}, vmi.get("spec") or {}, vmi.get("status") or {}
+    cpu = (spec.get("domain") or {}).get("cpu") or {}
+    # Hot-plugged sockets show in the current topology, not in the spec.
+    topology = status.get("currentCPUTopology") or cpu
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    owner = vm_view(vm, keys)
+    return dict(_cap(annotations, keys), **{
+        "kind": "VirtualMachineInstance",
+        "name": "%s/%s" % (meta.get("namespace"), meta.get("name")),
+        "namespace": meta.get("namespace"),
+        "vmi": meta.get("name"),
+        "uid": meta.get("uid"),
+        "vcpus": _int(topology.get("sockets")) * _int(topology.get("cores")) * _int(topology.get("threads")),
+        "dedicated_placement": bool(cpu.get("dedicatedCpuPlacement")),
+        "realtime": cpu.get("realtime") is not None,
+        "declared_class": labels.get(keys["class"]) or (owner or {}).get("labels", {}).get(keys["class"]),
+        "phase": status.get("phase"),
+        "node": status.get("nodeName"),
+        "active_pods": dict(status.get("activePods") or {}),
+        "applied": AppliedRecord.parse(annotations.get(keys["applied"])),
+        # None of the brake's annotations: a VMI made since the cap was set (a restart).
+        "fresh": not any(keys[key] in annotations for key in ("desired", "applied", "record")),
+        "vm": owner,
+    })
+
+
+def wanted_desired(view):
+    """The desired cap text: the VMI's own, else, for a VMI a restart made,
+    the copy its VirtualMachine kept. A VMI whose cap was lifted by hand
+    does not take it back from the VM."""
+    if view["desired"] is not None or not view["fresh"]:
+        return view["desired"]
+    return (view["vm"] or {}).get("desired")
+
+
+def stale_vm_copy(view):
+    """Whether the VirtualMachine still keeps a cap the VMI no longer has
+    (lifted by hand): it would come back after a restart."""
+    return view["vm"] is not None and view["vm"]["desired"] is not None and wanted_desired(view) is None
+
+
+def earlier_record(view):
+    """(whether a throttle record exists, the record) from the VMI, else from
+    its VirtualMachine."""
+    if has_record(view):
+        return True, view["record"]
+    if view["vm"] and has_record(view["vm"]):
+        return True, view["vm"]["record"]
+    return False, None
+
+
+def _cpu_or_none(field, value):
+    return None if value is None else quantity.cpu(field, value)
+
+
+def compute_container(pod):
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if container.get("name") == COMPUTE:
+            return container
+    return None
+
+
+def pod_view(pod):
+    """The launcher pod's compute CPU, QoS class and any pending resize."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    resources = (compute_container(pod) or {}).get("resources") or {}
+    pending = [c for c in status.get("conditions") or [] if c.get("type") == "PodResizePending"]
+    return {
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+        "cpu_request": _cpu_or_none("requests.cpu", (resources.get("requests") or {}).get("cpu")),
+        "cpu_limit": _cpu_or_none("limits.cpu", (resources.get("limits") or {}).get("cpu")),
+        "limit_text": (resources.get("limits") or {}).get("cpu"),
+        "qos": status.get("qosClass") or qos_class(pod.get("spec") or {}),
+        "resize_pending": dict((k, pending[0].get(k)) for k in ("reason", "message") if pending[0].get(k))
+        if pending else None,
+    }
+
+
+def qos_class(pod_spec):
+    """A pod's QoS class as Kubernetes computes it (GetPodQOS): from
+    pod-level resources when set, else summed over app and init
+    containers."""
+    if (pod_spec.get("resources") or {}).get("requests") or (pod_spec.get("resources") or {}).get("limits"):
+        groups = [pod_spec["resources"]]
+    else:
+        groups = [c.get("resources") or {} for c in (pod_spec.get("containers") or []) +
+                  (pod_spec.get("initContainers") or [])]
+    requests, limits, guaranteed = {}, {}, True
+    for resources in groups:
+        for name, value in (resources.get("requests") or {}).items():
+            amount = quantity.parse("requests." + name, value)
+            if name in QOS_RESOURCES and amount > 0:
+                requests[name] = requests.get(name, 0) + amount
+        found = set()
+        for name, value in (resources.get("limits") or {}).items():
+            amount = quantity.parse("limits." + name, value)
+            if name in QOS_RESOURCES and amount > 0:
+                found.add(name)
+                limits[name] = limits.get(name, 0) + amount
+        if not found.issuperset(QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return BEST_EFFORT
+    if guaranteed and all(limits.get(name) == amount for name, amount in requests.items()) \
+            and len(requests) == len(limits):
+        return GUARANTEED
+    return BURSTABLE
+
+
+def launcher_pod(view, pods):
+    """The running virt-launcher pod of a VMI among the pods KubeVirt
+    created for it; LimitRefusal when there is none. While a migration runs
+    both pods are active: the one on the VMI's node serves the VM (the target
+    gets the cap from a reconcile once it takes over)."""
+    if view["phase"] != "Running":
+        raise LimitRefusal("the VMI is %s, not Running: there is no virt-launcher pod to resize"
+                           % (view["phase"] or "without a phase"))
+    candidates = [pod for pod in pods
+                  if (pod.get("metadata") or {}).get("uid") in view["active_pods"]
+                  and not (pod.get("metadata") or {}).get("deletionTimestamp")
+                  and (pod.get("status") or {}).get("phase") == "Running"]
+    candidates.sort(key=lambda pod: (pod.get("spec") or {}).get("nodeName") != view["node"])
+    if not candidates:
+        raise LimitRefusal("no running virt-launcher pod of the VMI (active pods: %s; launcher pods found: %s)" % (
+            ", ".join(sorted(view["active_pods"])) or "none",
+            ", ".join("%s (%s)" % (p["metadata"].get("name"), (p.get("status") or {}).get("phase")) for p in pods)
+            or "none"))
+    if compute_container(candidates[0]) is None:
+        raise LimitRefusal("virt-launcher pod %s has no %s container" % (candidates[0]["metadata"]["name"], COMPUTE))
+    return candidates[0]
+
+
+def cap_cpus(view):
+    """The cap the brake keeps on the VM, in CPUs (its desired cap), or None:
+    what kubevirt_vm_cpu_info reports and option `expected` is compared with."""
+    if view["desired"] is None:
+        return None
+    try:
+        return quantity.cpu("desired", view["desired"])
+    except ValueRangeError:
+        return None
+
+
+def seen(view):
+    """A VMI as a plan sees it: the cap and the time of its throttle record."""
+    return {"cap_cpus": cap_cpus(view), "throttle_time": view["record"].time if view["record"] else None}
