@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.untrusted import MAX_CHARS, MAX_DEPTH
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
-    MAX_RECORD_CHARS, AppliedRecord, ThrottleRecord, same_record_text)
+    AppliedRecord, ThrottleRecord, same_record_text)
 
 
 def test_a_throttle_record_reads_its_fields_and_writes_the_same_json_keeping_unknown_keys():
@@ -33,7 +34,8 @@ def test_an_applied_record_keeps_the_pod_uid_under_its_stored_key():
 
 
 @pytest.mark.parametrize("text", [None, "", "not json", "[1, 2]", "42", '"text"',
-                                  json.dumps({"reason": "x" * MAX_RECORD_CHARS})])
+                                  json.dumps({"reason": "x" * MAX_CHARS}),
+                                  '{"a": %s1%s}' % ("[" * (MAX_DEPTH + 1), "]" * (MAX_DEPTH + 1))])
 def test_anything_that_is_not_a_record_reads_as_none(text):
     assert ThrottleRecord.parse(text) is None and AppliedRecord.parse(text) is None
 
