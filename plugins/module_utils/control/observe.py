@@ -147,10 +147,14 @@ def _rounds_of(name, measured):
         raise ValueRangeError("measured.%s" % name, measured, "vm_rounds and pressure_rounds as lists")
     usable = []
     for index, (vms, pressure) in enumerate(zip(vm_rounds, pressure_rounds)):
-        # A round that failed on the host (libvirtd away, no PSI) decides nothing.
-        if not isinstance(vms, dict) or not isinstance(pressure, dict) or vms.get("failed") or pressure.get("failed"):
+        # A round that failed on the host (libvirtd away, no PSI) decides
+        # nothing; one where only some domains could not be read (a guest
+        # restarting) decides about the others.
+        if not isinstance(vms, dict) or not isinstance(pressure, dict) or pressure.get("failed") \
+                or (vms.get("failed") and not vms.get("domains")):
             continue
-        usable.append((index, vms.get("domains") or [], pressure))
+        usable.append((index, [d for d in vms.get("domains") or [] if isinstance(d, dict) and not d.get("failed")],
+                       pressure))
     return usable
 
 
@@ -158,6 +162,11 @@ def _kubevirt_by_host(measured, kubevirt, skipped):
     """{host: [KubeVirt VMs on the node that host stands for]}; VMs on a
     node no measured host stands for go in `skipped`, per node."""
     if isinstance(kubevirt, dict):
+        if kubevirt.get("failed"):
+            # Kubernetes or Prometheus did not answer: no KubeVirt VM is decided about.
+            skipped.append({"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: %s"
+                                                          % (kubevirt.get("msg") or "failed")})
+            return {}
         kubevirt = kubevirt.get("vms")
     if kubevirt is None:
         return {}

@@ -324,3 +324,20 @@ def test_a_hosts_node_is_missing_only_when_the_nodes_were_read():
     assert observe.rounds({"hv-1": measured(node="worker-9")}, None)["skipped"] == []
     assert observe.rounds({"hv-1": measured(node="worker-9")}, k8s_nodes(2))["skipped"] == [
         {"host": "hv-1", "reason": "node worker-9 not found in Kubernetes: not gated"}]
+
+
+def test_a_round_where_one_domain_could_not_be_read_still_decides_about_the_others():
+    # libvirt_cputune_info fails the task when a domain fails (a guest restarting) but returns the others.
+    def with_one_unreadable():
+        return contended_domains() + [{"name": "restarting", "failed": True, "msg": "Failed to create v2 cgroup"}]
+    host = measured(domains=with_one_unreadable)
+    for vms in host["vm_rounds"]:
+        vms.update(failed=True, msg="1 of 5 failed: restarting: Failed to create v2 cgroup")
+    result = recommend.replay({"hv-1": host}, k8s_nodes(4), TIMES)
+    assert ("throttle", "hv-1/noisy") in [(a["action"], a["object"]) for a in result["last"]["actions"]]
+    assert "hv-1/restarting" not in result["seen"]
+    # A round where nothing could be read decides nothing.
+    empty = measured()
+    for vms in empty["vm_rounds"]:
+        vms.update(failed=True, domains=[])
+    assert observe.rounds({"hv-1": empty})["rounds"] == []

@@ -158,3 +158,10 @@ def test_a_vm_without_usage_in_the_last_round_is_named_as_not_planned():
     observed = observe.rounds({"hv-1": host()}, None, [vm])
     (skipped,) = observed["skipped"]
     assert skipped["host"] == "kubevirt/tenant-a/noisy" and "no usage of it in the last round" in skipped["reason"]
+
+
+def test_kubevirt_vms_that_could_not_be_read_are_named_and_the_rest_is_decided():
+    failed = {"failed": True, "msg": "cannot reach Prometheus at http://prometheus:9090: connection refused", "vms": []}
+    result = recommend.replay({"hv-1": host()}, None, TIMES, kubevirt=failed)
+    assert {"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: cannot reach Prometheus at "
+                                          "http://prometheus:9090: connection refused"} in result["skipped"]
