@@ -45,7 +45,7 @@ def repository_url():
 def rewrite_link(target, base):
     """A guide's link as the site needs it: guide to guide unchanged, anything
     else to the file in the repository."""
-    path, _, anchor = target.partition("#")
+    path, anchor = (target.split("#", 1) + [""])[:2]
     if "/" not in path and path.endswith(".md"):
         return target
     resolved = os.path.normpath(os.path.join("docs", path))
@@ -97,8 +97,8 @@ def option_rows(options):
         if spec.get("required"):
             facts.append("required")
         if "default" in spec:
-            facts.append("default: ``%s``" % (yaml.safe_dump(spec["default"], default_flow_style=True)
-                                               .strip().removesuffix("...").strip() or '""'))
+            default = yaml.safe_dump(spec["default"], default_flow_style=True).strip().removesuffix("...").strip()
+            facts.append("default: ``%s``" % (default or '""'))
         if spec.get("choices"):
             facts.append("choices: " + ", ".join("``%s``" % choice for choice in spec["choices"]))
         description = spec.get("description", [])
@@ -176,7 +176,7 @@ def write_ansible_inventory(rst, path):
     for page in glob.glob(os.path.join(rst, "**", "*.rst"), recursive=True):
         with open(page) as handle:
             referenced.update(BUILTIN_REF.findall(handle.read()))
-    for kind in sorted({kind for _, kind in referenced}):
+    for kind in sorted({plugin_kind for plugin, plugin_kind in referenced}):
         listing = subprocess.run(["ansible-doc", "-t", kind, "-l", "--json", "ansible.builtin"], check=True,
                                  capture_output=True, text=True).stdout
         known = {name.rpartition(".")[2] for name in json.loads(listing)}
@@ -185,8 +185,8 @@ def write_ansible_inventory(rst, path):
                 raise SystemExit("the docs refer to ansible.builtin.%s (%s), which ansible-doc does not know"
                                  % (name, kind))
             label = "ansible_collections.ansible.builtin.%s_%s" % (name, kind)
-            entries[label] = ("collections/ansible/builtin/%s_%s.html#%s" % (name, kind, label.replace(".", "-")
-                                                                               .replace("_", "-")),
+            anchor = label.replace(".", "-").replace("_", "-")
+            entries[label] = ("collections/ansible/builtin/%s_%s.html#%s" % (name, kind, anchor),
                               "ansible.builtin.%s %s" % (name, kind))
     body = "".join("%s std:label -1 %s %s\n" % (label, uri, title) for label, (uri, title) in sorted(entries.items()))
     with open(path, "wb") as handle:
