@@ -19,6 +19,7 @@ leaving they put every object back as it was found."""
 
 import contextlib
 import json
+import os
 import shutil
 import ssl
 import tempfile
@@ -28,6 +29,7 @@ import xml.etree.ElementTree as ET
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock, record_fields, utc_now
@@ -41,6 +43,12 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation as rsv
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClient
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
+from lab_logs import LAB_HOME
+
+# Even without an example database Hypothesis caches what it reads of the
+# source under .hypothesis in the working directory: kept out of the checkout.
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    set_hypothesis_home_dir(os.path.join(LAB_HOME, "hypothesis"))
 
 PERIOD = 100000
 UNLIMITED = -1
