@@ -95,8 +95,12 @@ def check_unchanged(view, request):
         raise ChangedSinceRead(why, now)
 
 
-def desired_cpus(view):
-    """The desired cap from the annotation, in CPUs (None when absent)."""
+def _shown_text(text, most=40):
+    return repr(text) if len(text) <= most else "%r... (%d characters)" % (text[:most], len(text))
+
+
+def desired_cpus(view, key="the annotation"):
+    """The desired cap from the annotation `key`, in CPUs (None when absent)."""
     desired = wanted_desired(view)
     if desired is None:
         return None
@@ -105,8 +109,21 @@ def desired_cpus(view):
     except ValueRangeError:
         cpus = 0
     if cpus < LEAST_CPUS - 1e-12:
-        raise LimitRefusal("the desired cap in the annotation is %r, not a CPU quantity of at least 1m" % desired)
+        raise LimitRefusal("the desired cap in annotation %s is %s, not a CPU quantity of at least 1m"
+                           % (key, _shown_text(desired)))
     return cpus
+
+
+def check_records(view, request):
+    """Refuses a VMI whose throttle record (or its VirtualMachine's copy) is
+    there but cannot be read (edited by hand): a throttle would overwrite
+    the limit to restore, a restore would not know it. Nothing is changed."""
+    key = request["keys"]["record"]
+    for holder, state in (("VMI", view), ("VirtualMachine", view["vm"])):
+        why = ThrottleRecord.unreadable(state["record_text"]) if state is not None else None
+        if why:
+            raise LimitRefusal("the throttle record in the %s's annotation %s cannot be used (%s): nothing was "
+                               "changed; correct or remove the annotation" % (holder, key, why))
 
 
 def restore_cpus(view, request):
@@ -123,6 +140,7 @@ def restore_cpus(view, request):
 def target(view, pod, request):
     """(CPUs the compute limit should have, or None: nothing to set; the
     action). Raises LimitRefusal."""
+    check_records(view, request)
     if request["state"] == RESTORED:
         if wanted_desired(view) is None and not earlier_record(view)[0] and not stale_vm_copy(view):
             return None, None
@@ -137,7 +155,7 @@ def target(view, pod, request):
             return None, "restore"
         check_resize(pod, cpus)
         return cpus, "restore"
-    cpus = request["cpus"] if request["state"] == THROTTLED else desired_cpus(view)
+    cpus = request["cpus"] if request["state"] == THROTTLED else desired_cpus(view, request["keys"]["desired"])
     if cpus is None:
         return None, None
     earlier = earlier_record(view)[1]

@@ -40,6 +40,18 @@ class _Record(object):
         self.extra = dict(values.get("extra") or {})
 
     @classmethod
+    def unreadable(cls, text):
+        """Why an annotation's text is not such a record, or None when it is
+        one (or there is none)."""
+        if text is None:
+            return None
+        try:
+            value = untrusted.loads(text)
+        except ValueError as exc:
+            return "not a record: %s" % exc
+        return None if isinstance(value, dict) else "not a record: a JSON %s, not a mapping" % type(value).__name__
+
+    @classmethod
     def parse(cls, text):
         """The record an annotation holds, or None (absent or unreadable)."""
         stored = _mapping(text)

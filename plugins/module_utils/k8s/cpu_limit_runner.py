@@ -78,6 +78,10 @@ class CpuLimitRunner(object):
 
     def run(self, namespace, names, label_selector):
         targets, vmis = self.select(namespace, names, label_selector)
+        if label_selector and not targets:
+            # A selector that matches nothing is a mistake, not a brake applied to no VM.
+            raise ValueRangeError("label_selector", label_selector, "a label selector matching at least one VMI%s"
+                                  % (" in namespace %s" % namespace if namespace else ""))
         if not targets:
             return []
         vms = self.virtual_machines(namespace)

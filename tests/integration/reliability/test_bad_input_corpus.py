@@ -27,6 +27,7 @@ from vsphere_checks import ATTRIBUTE, allocation, record_of
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
 CONFIG = libvirt.VIR_DOMAIN_AFFECT_CONFIG
 VMI_DESIRED = "overcommit.control/cpu-limit"
+VMI_RECORD = "overcommit.control/cpu-limit-throttle"
 GATE_RECORD = "overcommit.control/gate"
 
 
@@ -197,6 +198,12 @@ CASES = [
     brake("brake-state", {"state": "frozen"}, "state", allowed=("throttled",)),
     brake("brake-desired-oversized", {"names": [], "label_selector": "{vmi_selector}", "state": "reconciled"},
           "annotation", plant=("vmi", {VMI_DESIRED: "1" * 65536})),
+    brake("brake-selector-matches-nothing", {"names": [], "label_selector": "overcommit.test/none=nothing",
+                                             "cpus": "1"}, "label_selector"),
+    brake("brake-restore-record-unreadable", {"state": "restored"}, VMI_RECORD,
+          plant=("vmi", {VMI_DESIRED: "1", VMI_RECORD: "{previous: 2"})),
+    brake("brake-throttle-record-not-a-mapping", {"cpus": "1"}, VMI_RECORD,
+          plant=("vmi", {VMI_DESIRED: "1", VMI_RECORD: "[1, 2]"})),
     # kubevirt_vm_cpu_info and kubevirt_policy_state
     Case("vm-cpu-info-window", "vmi", "usage_window", "kubevirt_vm_cpu_info",
          {"namespace": "lab", "names": ["{vmi}"], "usage_window": 0}),

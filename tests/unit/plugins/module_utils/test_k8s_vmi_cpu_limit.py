@@ -320,3 +320,28 @@ def test_report_lines_of_a_vm_without_a_running_pod():
     no_pod = {"name": "lab/web-4", "changed": True, "before": {"desired": "2", "pod": None, "compute_cpu_limit": None},
               "after": {"desired": None, "pod": None, "compute_cpu_limit": None}}
     assert brake.report_line(no_pod, "restored") == "lab/web-4: cap lifted (no running launcher pod; was 2 CPU)"
+
+
+@pytest.mark.parametrize("record_text, why", [
+    ("{not json", "not a record"), ("[1, 2]", "a JSON list, not a mapping"),
+    (json.dumps({"previous": "x" * 70000}), "too large")])
+def test_a_throttle_record_edited_by_hand_refuses_throttle_and_restore_naming_the_annotation(record_text, why):
+    broken = view(vmi(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": record_text}))
+    for req in (request(cpus="1"), request(state="restored", cpus=None)):
+        with pytest.raises(limit_state.LimitRefusal) as refused:
+            limit_plan.target(broken, pod(limits={"cpu": "1"}), req)
+        assert PREFIX + "cpu-limit-throttle" in str(refused.value) and why in str(refused.value)
+        assert "nothing was changed" in str(refused.value)
+    # The VirtualMachine's copy is checked too.
+    copy = limit_state.vmi_view(vmi(), request()["keys"],
+                                virtual_machine(annotations={PREFIX + "cpu-limit-throttle": "{not json"}))
+    with pytest.raises(limit_state.LimitRefusal, match="VirtualMachine's annotation"):
+        limit_plan.target(copy, pod(), request(cpus="1"))
+
+
+def test_an_oversized_desired_cap_is_refused_naming_its_annotation_without_echoing_it():
+    huge = view(vmi(annotations={PREFIX + "cpu-limit": "9" * 65536}))
+    with pytest.raises(limit_state.LimitRefusal) as refused:
+        limit_plan.target(huge, pod(), request(state="reconciled", cpus=None))
+    message = str(refused.value)
+    assert PREFIX + "cpu-limit" in message and "(65536 characters)" in message and len(message) < 300
