@@ -393,6 +393,8 @@ class K8sClient(object):
     # Whether the last request met a fault after which it may have been
     # applied by the server, then was sent again.
     resent_after_unsure = False
+    # Why requests are no longer sent: a connection fault outlasted the retries.
+    lost = None
 
     def __init__(self, params, dry_run=False, sleep=time.sleep, clock=time.monotonic, rand=random.random):
         self.api = k8s_client.ApiClient(build_configuration(params))
@@ -484,11 +486,18 @@ class K8sClient(object):
         serialized = self.api.param_serialize(method, path, query_params=query or None, header_params=headers,
                                               body=body, auth_settings=["BearerToken"])
         self.resent_after_unsure = False
+        if self.lost is not None:
+            raise K8sClientError("%s %s: not sent: %s" % (method, path, self.lost))
         try:
             response = self._send(method, path, serialized, self.resend_safe(method, body))
         except TransientError as exc:
             # Out of tries or time: an error like any other, saying how long it was retried.
-            raise K8sClientError(str(exc) + retry_note(exc), status=exc.status)
+            message = str(exc) + retry_note(exc)
+            if exc.status is None:
+                # No connection for the whole retry time: the server is gone for this task; the
+                # requests left fail at once instead of each retrying as long (N objects, N times).
+                self.lost = "the API server was not reachable earlier in this task (%s)" % message
+            raise K8sClientError(message, status=exc.status)
         return json.loads(response.data) if parse else None
 
     def get(self, path):

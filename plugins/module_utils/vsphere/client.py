@@ -119,6 +119,10 @@ def connection_argument_spec():
     )
 
 
+# The fault of a reconfigure whose task was started but not seen to end.
+UNKNOWN_END = "TaskEndUnknown"
+
+
 class VsphereClientError(Exception):
     def __init__(self, message, fault=None):
         super(VsphereClientError, self).__init__(message)
@@ -218,13 +222,28 @@ class VsphereClient(object):
             raise _failed("cannot read the service content of %s:%s" % (hostname, port), exc, self.retry_log)
         self.stub = self.si._stub
 
+    # The connection fault a call gave up on after its retries: vCenter is
+    # gone for this task, so later calls fail at once with it instead of each
+    # retrying for retry_seconds again (a batch of N VMs would take N times).
+    lost = None
+
+    def _call(self, retrying, function, args, kwargs):
+        if self.lost is not None:
+            raise self.lost
+        try:
+            return retrying(function)(*args, **kwargs)
+        except Exception as exc:  # only noted here; the caller converts it
+            if transport_fault(exc):
+                self.lost = exc
+            raise
+
     def read(self, function, *args, **kwargs):
         """function(*args, **kwargs), tried again after a transient fault."""
-        return self._read_retry(function)(*args, **kwargs)
+        return self._call(self._read_retry, function, args, kwargs)
 
     def start_task(self, function, *args, **kwargs):
         """A call that starts a task, tried again only when none was started."""
-        return self._start_retry(function)(*args, **kwargs)
+        return self._call(self._start_retry, function, args, kwargs)
 
     def close(self):
         try:
@@ -371,7 +390,15 @@ class VsphereClient(object):
                 except vmodl.MethodFault as exc:
                     msg, name = fault_message(exc)
                     outcome[moid] = VsphereClientError("%s (%s)%s" % (msg, name, retry_note(exc, self.retry_log)), name)
-            outcome.update(self._wait_for_tasks(tasks))
+                except Exception as exc:  # connection errors share no base class
+                    outcome[moid] = _failed("cannot start the reconfigure", exc, self.retry_log)
+            try:
+                outcome.update(self._wait_for_tasks(tasks))
+            except VsphereClientError as exc:
+                # Started, and perhaps applied: each VM says so; the others go on.
+                for moid in tasks:
+                    outcome[moid] = VsphereClientError("the reconfigure task was started but how it ended is unknown "
+                                                       "(%s): read the VM before acting again" % exc, UNKNOWN_END)
         return outcome
 
     def _wait_for_tasks(self, tasks):

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import inventory as inv
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation as rsv
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClientError
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import UNKNOWN_END, VsphereClientError
 
 
 def stale_message(planned, current=None):
@@ -170,8 +170,9 @@ class ReservationRunner(object):
                 plan.fail(stale_message(plan.change_version))
             else:
                 plan.fail("reconfigure failed: %s" % error)
-            if plan.record_before is None and plan.record_after is not None:
-                # Nothing changed: the record written for this attempt goes again.
+            if plan.record_before is None and plan.record_after is not None and error.fault != UNKNOWN_END:
+                # Nothing changed: the record written for this attempt goes again (kept when the
+                # reconfigure may have been applied: it is what a restore needs).
                 self.write_record(plan, field_key, None, keep_failure=True)
         for plan in live_plans:
             if plan.record_after is None and plan.record_changed and not plan.result.get("failed"):
