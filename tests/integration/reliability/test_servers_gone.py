@@ -280,8 +280,8 @@ def own_apiserver(lab, tmp_path):
     server.kill()
 
 
-def test_kube_apiserver_killed_mid_gate_fails_the_nodes_left_and_a_rerun_converges(own_apiserver, kube_admin,
-                                                                                     make_nodes):
+def test_kube_apiserver_killed_mid_gate_fails_the_nodes_left_and_a_rerun_converges(
+        own_apiserver, kube_admin, make_nodes):
     """20 real Nodes (in the lab's etcd), each with a foreign taint, gated
     through a kube-apiserver of the test's own, killed (SIGKILL) once the
     first node is gated (seen through the lab's own server). Every node has
