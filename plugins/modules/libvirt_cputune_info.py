@@ -90,6 +90,12 @@ domains:
     class_reason:
       description: Why the domain has that class.
       type: str
+    declared_class:
+      description: The class its metadata declares (M(overcommit.control.libvirt_vm_class)), or null.
+      type: str
+    baseline_cpus:
+      description: The burstable baseline its metadata declares, in CPUs, or null.
+      type: float
     live:
       description: Live scheduler parameters (null when shut off).
       type: dict

@@ -319,7 +319,8 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
         result.update(
             active=state["active"], persistent=state["persistent"], vcpus=state["vcpus"],
             max_vcpus=state["max_vcpus"], pinned=state["pinned"], realtime=state["realtime"],
-            declared_class=state["declared_class"], **{"class": state["vm_class"]})
+            declared_class=state["declared_class"], baseline_cpus=state["baseline_cpus"],
+            **{"class": state["vm_class"]})
         result.update(class_reason=state["class_reason"], throttle=state["record"],
                       live=plan.pick(state["current"].get(LIVE, {})) or None,
                       config=plan.pick(state["current"].get(CONFIG, {})) or None)

@@ -60,12 +60,43 @@ def class_facts(root, class_namespace=CLASS_NAMESPACE):
     class) in a parsed domain XML."""
     cputune = root.find("cputune")
     declared = root.findtext("metadata/{%s}vm/{%s}class" % (class_namespace, class_namespace))
+    baseline = root.findtext("metadata/{%s}vm/{%s}baseline" % (class_namespace, class_namespace))
     return {
         "pinned": cputune is not None and cputune.find("vcpupin") is not None,
         "realtime": cputune is not None and any(
             sched.get("scheduler") in ("fifo", "rr") for sched in cputune.findall("vcpusched")),
         "declared_class": declared.strip() if declared else None,
+        "baseline_cpus": _baseline(baseline),
     }
+
+
+def _baseline(text):
+    """A burstable baseline in CPUs as the class element holds it; None when
+    there is none or it is not a number above 0 (metadata is untrusted)."""
+    text = (text or "").strip()
+    if len(text) > 32:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    # No host has a million CPUs: anything above is not a baseline.
+    return value if 0 < value < 1e6 else None
+
+
+CLASS_KEY = "oc"
+
+
+def class_xml(vm_class, baseline_cpus=None):
+    """The element libvirt stores under CLASS_NAMESPACE: the VM's class, and
+    a burstable VM's baseline; None removes it."""
+    if vm_class is None:
+        return None
+    element = ET.Element("vm")
+    ET.SubElement(element, "class").text = vm_class
+    if baseline_cpus is not None:
+        ET.SubElement(element, "baseline").text = "%g" % baseline_cpus
+    return ET.tostring(element, encoding="unicode")
 
 
 def describe(xml_text, class_namespace=CLASS_NAMESPACE):

@@ -120,6 +120,15 @@ CASES = [
     Case("cputune-info-name", "domain", "domains", "libvirt_cputune_info", {"domains": ["{domain} "]}),
     Case("cputune-info-record", "domain", "throttle.cpus", "libvirt_cputune_info",
          {"domains": ["{domain}"], "sample_seconds": 0}, plant=hand_edited('<throttle cpus="-1"/>')),
+    # libvirt_vm_class
+    Case("vm-class-unknown", "domain", "classes.{domain}", "libvirt_vm_class", {"classes": {"{domain}": "gold"}},
+         allowed=("dedicated, shared, burstable",)),
+    Case("vm-class-baseline-not-burstable", "domain", "baselines.{domain}", "libvirt_vm_class",
+         {"classes": {"{domain}": "shared"}, "baselines": {"{domain}": 0.5}}),
+    Case("vm-class-baseline-caps-everything", "domain", "baselines.{domain}", "libvirt_vm_class",
+         {"classes": {"{domain}": "burstable"}, "baselines": {"{domain}": 64}}),
+    Case("vm-class-apply", "domain", "apply", "libvirt_vm_class", {"classes": {"{domain}": "shared"},
+                                                                   "apply": "sometimes"}),
     # libvirt_policy_state
     Case("policy-state-not-a-mapping", "domain", "states.{domain}", "libvirt_policy_state",
          {"states": {"{domain}": [1, 2]}}, allowed=("a mapping",)),

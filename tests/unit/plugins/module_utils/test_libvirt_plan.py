@@ -186,7 +186,7 @@ def test_a_hand_edited_record_restore_could_not_write_back_is_refused_naming_its
     assert str(error.value).startswith("the throttle record in the domain's metadata cannot be used: %s=" % field)
     # The class is still told from the same XML: selection by class does not need the record.
     facts = domain_xml.class_facts(ET.fromstring(domain_with_record(attributes, previous)))
-    assert facts == {"pinned": False, "realtime": False, "declared_class": None}
+    assert facts == {"pinned": False, "realtime": False, "declared_class": None, "baseline_cpus": None}
 
 
 def test_recorded_values_as_libvirt_reports_them_are_accepted():

@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The class of many libvirt domains, kept in their metadata (the element
+<vm><class>..</class><baseline>..</baseline></vm> in CLASS_NAMESPACE), which
+the brakes (libvirt_cputune) and the control policy read: what each domain
+should be (pure), and the runner that reads and writes it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, CLASSES
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
+    CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys
+
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, cpu.ValueRangeError)
+
+
+def check_classes(classes, baselines):
+    """Options `classes` ({domain: class or null}) and `baselines` ({domain:
+    CPUs}), checked before anything is read: {domain: {class, baseline}}."""
+    if not isinstance(classes, dict) or not classes:
+        raise cpu.ValueRangeError("classes", classes, "a mapping of domain name to %s, or null to remove the class"
+                                  % ", ".join(CLASSES))
+    check_name_keys("classes", classes)
+    baselines = baselines or {}
+    wanted = {}
+    for name, vm_class in classes.items():
+        if vm_class is not None and vm_class not in CLASSES:
+            raise cpu.ValueRangeError("classes.%s" % name, vm_class, "one of %s, or null to remove the class"
+                                      % ", ".join(CLASSES))
+        wanted[name] = {"class": vm_class, "baseline": None}
+    for name, baseline in baselines.items():
+        field = "baselines.%s" % name
+        if name not in wanted or wanted[name]["class"] != BURSTABLE:
+            raise cpu.ValueRangeError(field, baseline, "a baseline only for a domain classes makes burstable")
+        if isinstance(baseline, bool) or not isinstance(baseline, (int, float)) or not baseline > 0:
+            raise cpu.ValueRangeError(field, baseline, "a number of CPUs above 0 (and under the domain's vCPUs)")
+        wanted[name]["baseline"] = float(baseline)
+    return wanted
+
+
+def check_baseline(name, baseline, vcpus):
+    """A burstable baseline at or above the vCPUs is no baseline: refused
+    for that domain, naming it."""
+    if baseline is not None and baseline >= vcpus:
+        raise cpu.ValueRangeError("baselines.%s" % name, baseline, "under the domain's %d vCPUs" % vcpus)
+
+
+def shown(facts):
+    """A target's class as results show it."""
+    return {"class": facts["declared_class"], "baseline": facts["baseline_cpus"]}
+
+
+class ClassRunner(object):
+    """One task: the class of many domains, over one connection."""
+
+    def __init__(self, params, wanted, check_mode):
+        self.params = params
+        self.wanted = wanted
+        self.check_mode = check_mode
+        self.client = None
+
+    def run_over(self, client):
+        """The results of every domain (LibvirtModule.with_client)."""
+        self.client = client
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(self.run_one, sorted(self.wanted)))
+
+    def run_one(self, name):
+        result = {"name": name, "changed": False}
+        try:
+            try:
+                domain = self.client.lookup(name)
+            except LibvirtClientError as exc:
+                if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
+                    return dict(result, skipped=True, msg="not defined on this host")
+                raise
+            result.update(self.handle(name, domain))
+        except DOMAIN_ERRORS as exc:
+            result.update(failed=True, msg=str(exc))
+        return result
+
+    def handle(self, name, domain):
+        described = self.client.describe(domain)
+        targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+        wanted = self.wanted[name]
+        namespace = self.params["class_namespace"]
+        before, after = {}, {}
+        for target in targets:
+            root = ET.fromstring(self.client.definition(domain, target))
+            vcpu = root.find("vcpu")
+            check_baseline(name, wanted["baseline"], int(vcpu.get("current") or vcpu.text) if vcpu is not None else 1)
+            before[target] = shown(domain_xml.class_facts(root, namespace))
+            after[target] = {"class": wanted["class"], "baseline": wanted["baseline"]}
+        writes = [t for t in targets if before[t] != after[t]]
+        if writes and not self.check_mode:
+            self.client.set_metadata(domain, domain_xml.class_xml(wanted["class"], wanted["baseline"]),
+                                     domain_xml.CLASS_KEY, namespace, LIVE in writes, CONFIG in writes)
+        return {"changed": bool(writes), "before": before, "after": after, "class": wanted["class"],
+                "baseline": wanted["baseline"]}
+
+
+def report_line(result, check_mode=False):
+    """One domain's line: its class now and what it was."""
+    name = result["name"]
+    if result.get("failed"):
+        return "%s: failed: %s" % (name, result.get("msg"))
+    if result.get("skipped"):
+        return "%s: skipped: %s" % (name, result.get("msg"))
+
+    def text(view):
+        if not view or view.get("class") is None:
+            return "no class"
+        return view["class"] + ("" if view.get("baseline") is None else " (baseline %g CPU)" % view["baseline"])
+    now = text({"class": result.get("class"), "baseline": result.get("baseline")})
+    if not result.get("changed"):
+        return "%s: %s, unchanged" % (name, now)
+    was = text((result.get("before") or {}).get(LIVE) or (result.get("before") or {}).get(CONFIG))
+    return "%s: %s%s, was %s" % (name, "would be " if check_mode else "", now, was)
