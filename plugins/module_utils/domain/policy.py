@@ -248,8 +248,7 @@ def vm_view(vm, index=0):
         pressure = _pressure(pressure, field + ".pressure")[0]
     return {
         "key": vm_key(dict(vm, platform=platform)), "platform": platform, "name": vm["name"], "host": vm["host"],
-        "class": cls,
-        "vcpus": vcpus, "used": used or 0.0, "steal": steal, "cap": cap,
+        "class": cls, "vcpus": vcpus, "used": used or 0.0, "steal": steal, "cap": cap,
         "pressure": _number(field + ".pressure", pressure),
         "state": _state(vm.get("policy"), field + ".policy"),
         "floor": _number(field + ".floor_cpus", vm.get("floor_cpus")),
