@@ -20,8 +20,11 @@ __metaclass__ = type
 import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import svg
+from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import PARAMETERS
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE as BURSTABLE_CLASS
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
 from ansible_collections.overcommit.control.plugins.module_utils.monitoring.textfile import unix_time
 
@@ -110,6 +113,18 @@ def replaced_text(record, vcpus):
     if len(set(text for _target, text in texts)) == 1:
         return texts[0][1]
     return "; ".join("%s: %s" % pair for pair in texts)
+
+
+def credits_text(domain):
+    """A burstable VM's credit balance as the closed loop keeps it in the
+    policy's state on the VM, against its bank; n/a for other classes."""
+    if domain.get("class") != BURSTABLE_CLASS:
+        return NONE
+    balance = _number((domain.get("policy") or {}).get("credits"))
+    if balance is None:
+        return "none kept yet"
+    baseline = _number(domain.get("baseline_cpus")) or (_number(domain.get("vcpus")) or 0) * DEFAULT_FLOOR_FRACTION
+    return "%.1f of %.0f vCPU-min" % (balance, credit_rules.bank_cap(baseline))
 
 
 def throttle_state(domain, now):
@@ -215,7 +230,8 @@ def host_view(name, measured, now):
                "used_max": cpus_text(max(known_used)) if known_used else NONE,
                "steal": cpus_text(sum(known_steal) / len(known_steal)) if known_steal else NONE,
                "steal_max": cpus_text(max(known_steal)) if known_steal else NONE,
-               "cap": NONE if last.get("cap_cpus") is None else "%g" % last["cap_cpus"]}
+               "cap": NONE if last.get("cap_cpus") is None else "%g" % last["cap_cpus"],
+               "credits": credits_text(last)}
         row.update(throttle_state(last, now))
         vms.append(row)
 

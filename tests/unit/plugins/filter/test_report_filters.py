@@ -210,3 +210,13 @@ def test_an_autoescaping_environment_would_not_double_escape():
     with open(TEMPLATE) as handle:
         html = environment.from_string(handle.read()).render(report_page=page())
     assert html.count("<svg") == 3 and "&amp;lt;" not in html and "&lt;script&gt;" in html
+
+
+def test_a_burstable_vms_credits_are_shown_against_its_bank():
+    from ansible_collections.overcommit.control.plugins.module_utils.monitoring.report import credits_text
+    assert credits_text({"class": "burstable", "vcpus": 2, "baseline_cpus": 0.5, "policy": {"credits": 12.25}}) == \
+        "12.2 of 720 vCPU-min"
+    # Without a baseline of its own: the class's floor share of its vCPUs (0.25 of 2 vCPUs = 0.5 CPU).
+    assert credits_text({"class": "burstable", "vcpus": 2, "policy": {"credits": 1}}) == "1.0 of 720 vCPU-min"
+    assert credits_text({"class": "burstable", "vcpus": 2, "policy": {}}) == "none kept yet"
+    assert credits_text({"class": "shared", "vcpus": 2, "policy": {"credits": 3}}) == "n/a"
