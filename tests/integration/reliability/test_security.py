@@ -238,13 +238,11 @@ SECRETS_PLAYBOOK = """
       overcommit.control.node_admission: {{names: [lab-node-c], taints: [{{key: oc-secrets-test}}], reason: secrets}}
       check_mode: true
     - name: kubevirt_vm_resources
-      overcommit.control.kubevirt_vm_resources: {{namespace: lab, mode: audit}}
-      # The lab namespace may hold no VM at the time: refused after reading it, which is enough here.
-      ignore_errors: true
+      overcommit.control.kubevirt_vm_resources: {{namespace: lab, names: [{vm}], mode: audit}}
     - name: kubevirt_vm_cpu_limit
-      overcommit.control.kubevirt_vm_cpu_limit: {{namespace: lab, label_selector: oc-secrets-test=none, state: restored}}
+      overcommit.control.kubevirt_vm_cpu_limit: {{namespace: lab, names: [{vm}], state: restored}}
     - name: kubevirt_vm_cpu_info
-      overcommit.control.kubevirt_vm_cpu_info: {{namespace: lab, label_selector: oc-secrets-test=none}}
+      overcommit.control.kubevirt_vm_cpu_info: {{namespace: lab, names: [{vm}]}}
     - name: kubevirt_policy_state
       overcommit.control.kubevirt_policy_state: {{states: {{}}}}
     - name: the kubevirt_cpu_reconcile role
@@ -252,7 +250,7 @@ SECRETS_PLAYBOOK = """
         name: overcommit.control.kubevirt_cpu_reconcile
       vars:
         kubevirt_cpu_reconcile_namespace: lab
-        kubevirt_cpu_reconcile_label_selector: oc-secrets-test=none
+        kubevirt_cpu_reconcile_label_selector: "{selector}"
     - name: vsphere_overcommit_info
       overcommit.control.vsphere_overcommit_info: {{vm_stats: false}}
     - name: vsphere_vm_reservation
@@ -288,7 +286,18 @@ def lab_tokens(lab):
     return tokens
 
 
-def test_no_secret_shows_with_vvv(lab, planted_domain):
+@pytest.fixture
+def one_vm(kube_admin):
+    """A running KubeVirt VM (VirtualMachine, VMI, launcher pod) of the lab's stand-in for KubeVirt."""
+    from kubevirt_fleet import Fleet
+
+    fleet = Fleet(kube_admin)
+    name = fleet.vmi(cores=1, vm=True)
+    yield name, fleet.selector
+    fleet.cleanup()
+
+
+def test_no_secret_shows_with_vvv(lab, planted_domain, one_vm):
     """Every module the lab demo runs (node_overcommit_info, node_admission,
     kubevirt_vm_resources, kubevirt_vm_cpu_limit, kubevirt_vm_cpu_info,
     kubevirt_policy_state, vsphere_overcommit_info, vsphere_vm_reservation,
@@ -298,7 +307,8 @@ def test_no_secret_shows_with_vvv(lab, planted_domain):
     each with -vvv against the real lab servers: the writes to shared
     objects in check mode (server-side dry runs), the libvirt ones for real
     on a throwaway never-started domain. The Kubernetes modules get the
-    admin kubeconfig as a dict (its token inline). Neither the vSphere
+    admin kubeconfig as a dict (its token inline); the KubeVirt ones act on
+    a VM made for the test (the lab's stand-in for KubeVirt's controllers). Neither the vSphere
     password nor any lab token nor a Bearer value appears in the output.
     (The roles recommend, apply_plan, closed_loop and esxi_guard call the
     same modules; their own runs are in the stage2, closed_loop and
@@ -306,7 +316,8 @@ def test_no_secret_shows_with_vvv(lab, planted_domain):
     with open(lab["OVERCOMMIT_KUBECONFIG_ADMIN"]) as handle:
         inline = json.dumps(yaml.safe_load(handle)).replace('"', "'")
     domain = planted_domain[0].name()
-    playbook = SECRETS_PLAYBOOK.format(kubeconfig_dict="{{ %s }}" % inline, domain=domain)
+    playbook = SECRETS_PLAYBOOK.format(kubeconfig_dict="{{ %s }}" % inline, domain=domain, vm=one_vm[0],
+                                       selector=one_vm[1])
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
         handle.write(playbook)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
