@@ -282,3 +282,13 @@ def test_a_guarded_patch_lost_on_a_dropped_connection_then_refused_is_a_conflict
     # Read once after the refusal, planned again from it (no second GET), written with its version.
     assert planned_from == ["7", "8"] and conflicts == 1 and patch["metadata"]["resourceVersion"] == "8"
     assert [method for method, _path, _body in client.api.sent] == ["PATCH", "PATCH", "GET", "PATCH"]
+
+
+def test_once_the_server_is_gone_for_the_whole_retry_time_the_requests_left_fail_at_once():
+    client, clock = faked([dropped()] * 20 + [Answer(200, NODE)], retry_seconds=5.0)
+    with pytest.raises(k8s.K8sClientError, match="tried"):
+        client.get("/api/v1/nodes/a")
+    sent, waited = len(client.api.sent), clock.now
+    with pytest.raises(k8s.K8sClientError, match="not sent: the API server was not reachable earlier in this task"):
+        client.get("/api/v1/nodes/b")
+    assert len(client.api.sent) == sent and clock.now == waited
