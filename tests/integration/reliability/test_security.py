@@ -497,3 +497,23 @@ def test_template_text_in_domain_metadata_comes_back_verbatim_in_results_and_the
     output = restored.stdout + restored.stderr
     assert TEMPLATE in output and EVALUATED not in output, output[-3000:]
     assert "Traceback" not in output
+
+
+def test_a_vmis_deep_or_template_annotations_are_read_as_data(kube_admin, one_vmi):
+    """A real VMI (the lab's stand-in for KubeVirt's controllers) whose
+    brake's throttle record is deeply nested JSON and whose desired cap is
+    Jinja2 text: reading it and restoring it end without a traceback; the
+    record reads as none and the template text is never evaluated."""
+    from kubevirt_fleet import GROUP, PREFIX, VERSION
+
+    namespace, name = one_vmi
+    client.CustomObjectsApi(kube_admin).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "virtualmachineinstances", name,
+        {"metadata": {"annotations": {PREFIX + "cpu-limit-throttle": DEEP, PREFIX + "cpu-limit-applied": DEEP,
+                                      PREFIX + "cpu-limit": TEMPLATE}}})
+    read = run_module("kubevirt_vm_cpu_info", {"namespace": namespace, "names": [name]})
+    restore = run_module("kubevirt_vm_cpu_limit", {"namespace": namespace, "names": [name], "state": "restored"})
+    for result in (read, restore):
+        text = json.dumps(result)
+        assert no_traceback(result) and len(text) < 20000 and EVALUATED not in text, text[:2000]
+        assert DEEP not in text
