@@ -90,7 +90,11 @@ class OwnVcsim(object):
             [os.path.join(LAB_BIN, "vcsim"), "-listen", "127.0.0.1:%d" % self.port, "-username", self.USER,
              "-password", self.PASSWORD, "-cluster-host", "1", "-vm", str(self.vms)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self.answers, 30, "vcsim answering")
+        try:
+            wait_for(self.answers, 30, "vcsim answering")
+        except BaseException:
+            self.kill()  # never left running after a failed start
+            raise
         return self
 
     def answers(self):
@@ -250,7 +254,11 @@ class OwnApiServer(object):
              "--authorization-mode", "RBAC", "--token-auth-file", os.path.join(kube, "tokens.csv"),
              "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self.ready, 120, "the test's kube-apiserver ready")
+        try:
+            wait_for(self.ready, 120, "the test's kube-apiserver ready")
+        except BaseException:
+            self.kill()  # never left running after a failed start
+            raise
         return self
 
     def ready(self):
