@@ -69,3 +69,45 @@ def findings(guest, request, limit, overhead):
 
 def mib(size):
     return "%gMi" % round(size / float(MI), 1)
+
+
+# Two scales of memory overcommit that are easily confused:
+# - an instancetype's spec.memory.overcommitPercent (0-100): the launcher
+#   requests guest x (1 - percent/100); 25 lets the guest see 4/3 of the request;
+# - the KubeVirt CR's developerConfiguration.memoryOvercommit (>= 10, default
+#   100): the guest sees memoryOvercommit % of the request; 150 means 1.5x.
+OVERCOMMIT_PERCENT_RANGE = (0, 100)
+# The most an instancetype may overcommit by default: the guest sees at most
+# twice what its launcher requests.
+DEFAULT_MAX_OVERCOMMIT_PERCENT = 50
+
+
+def request_for_overcommit_percent(guest, percent):
+    """Bytes the launcher requests for `guest` bytes at an instancetype's
+    overcommitPercent, as KubeVirt computes it (rounded down to a byte)."""
+    return guest * (100 - percent) // 100
+
+
+def memory_overcommit_scale(percent):
+    """The KubeVirt CR's memoryOvercommit value that overcommits as much as
+    an instancetype's overcommitPercent (guest / request x 100); None at 100,
+    where nothing at all is requested."""
+    if percent >= 100:
+        return None
+    return round(100.0 * 100 / (100 - percent), 1)
+
+
+def overcommit_percent_refusal(percent, dedicated, max_percent=DEFAULT_MAX_OVERCOMMIT_PERCENT):
+    """Why an instancetype's overcommitPercent breaks the memory rules (None
+    when it does not): outside 0-100 (the CRD's range), any for a dedicated
+    class (never overcommitted), or above `max_percent`."""
+    low, high = OVERCOMMIT_PERCENT_RANGE
+    if isinstance(percent, bool) or not isinstance(percent, int) or not low <= percent <= high:
+        return "an integer percentage %d-%d of the guest memory the launcher does not request" % (low, high)
+    if dedicated and percent:
+        return "0 for a dedicated class: its memory is never overcommitted"
+    if percent > max_percent:
+        return ("at most %d (the guest sees at most %g %% of what the launcher requests); %d would let it see %g %%"
+                % (max_percent, memory_overcommit_scale(max_percent), percent,
+                   memory_overcommit_scale(percent) or float("inf")))
+    return None
