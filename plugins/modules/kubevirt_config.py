@@ -69,6 +69,16 @@ options:
         V(Stage) waits for a restart.
     type: str
     choices: [Stage, LiveUpdate]
+  clear:
+    description:
+      - Settings to remove from the CR, so that KubeVirt's default applies again, for example to put back a CR
+        that did not set them (the C(before) of an earlier task says which were not set).
+      - A setting named here and also given a value fails the task before the CR is read.
+    type: list
+    elements: str
+    choices: [cpu_allocation_ratio, memory_overcommit, auto_cpu_limit_namespace_selector, vm_rollout_strategy]
+    default: []
+    version_added: 0.2.0
 """
 
 EXAMPLES = r"""
@@ -76,6 +86,10 @@ EXAMPLES = r"""
   overcommit.control.kubevirt_config:
     cpu_allocation_ratio: 8
     memory_overcommit: 120
+
+- name: Put back KubeVirt's default allocation ratio
+  overcommit.control.kubevirt_config:
+    clear: [cpu_allocation_ratio]
 
 - name: Give every VM in namespaces labelled tier=shared a CPU limit of its vCPUs
   overcommit.control.kubevirt_config:
@@ -126,6 +140,7 @@ def main():
             auto_cpu_limit_namespace_selector=dict(type="dict"),
             clear_auto_cpu_limit_namespace_selector=dict(type="bool", default=False),
             vm_rollout_strategy=dict(type="str", choices=list(kubevirt_config.ROLLOUT_STRATEGIES)),
+            clear=dict(type="list", elements="str", default=[], choices=list(kubevirt_config.FIELDS)),
         ),
         mutually_exclusive=[("auto_cpu_limit_namespace_selector", "clear_auto_cpu_limit_namespace_selector")],
     )

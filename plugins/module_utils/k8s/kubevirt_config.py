@@ -59,8 +59,10 @@ def check_label_selector(field, selector):
 
 
 def check_wanted(params):
-    """option -> wanted value for the options given (None: leave as is;
-    the selector may be cleared with clear_auto_cpu_limit_namespace_selector)."""
+    """option -> wanted value for the options given, None for a setting to
+    remove (named in `clear`, or the selector with
+    clear_auto_cpu_limit_namespace_selector), so that KubeVirt's default
+    applies again; options neither given nor cleared are left as they are."""
     wanted = {}
     if params.get("cpu_allocation_ratio") is not None:
         wanted["cpu_allocation_ratio"] = allocation.check_cpu_allocation_ratio(params["cpu_allocation_ratio"])
@@ -76,6 +78,12 @@ def check_wanted(params):
             raise ValueRangeError("vm_rollout_strategy", params["vm_rollout_strategy"],
                                   "one of %s" % ", ".join(ROLLOUT_STRATEGIES))
         wanted["vm_rollout_strategy"] = params["vm_rollout_strategy"]
+    for option in params.get("clear") or []:
+        if option not in FIELDS:
+            raise ValueRangeError("clear", option, "one of %s" % ", ".join(FIELDS))
+        if wanted.get(option) is not None:
+            raise ValueRangeError("clear", option, "a setting not also given a value in the same task")
+        wanted[option] = None
     return wanted
 
 
@@ -109,6 +117,9 @@ def plan(kubevirt, wanted):
     configuration_before = merge_patch.at(kubevirt, "spec.configuration") or {}
     configuration_after = configuration_before
     for option, value in wanted.items():
+        if value is None and merge_patch.at(configuration_before, FIELDS[option]) is None:
+            # Nothing to remove; nulling it would leave an empty parent behind.
+            continue
         configuration_after = merge_patch.merge(configuration_after, merge_patch.nest(FIELDS[option], None))
         if value is not None:
             configuration_after = merge_patch.merge(configuration_after, merge_patch.nest(FIELDS[option], value))

@@ -76,6 +76,18 @@ def test_a_new_selector_replaces_the_old_one_and_can_be_cleared(run_as, kubevirt
     assert configure(run_as, kubevirt_cr, clear_auto_cpu_limit_namespace_selector=True)["changed"] is False
 
 
+def test_cleared_settings_leave_the_cr_as_it_was_before_they_were_set(run_as, kubevirt_cr):
+    before = kubevirt_cr["read"]()["spec"]
+    set_ = configure(run_as, kubevirt_cr, cpu_allocation_ratio=6, vm_rollout_strategy="Stage")
+    assert set_["before"]["cpu_allocation_ratio"] is None and set_["changed"] is True, set_
+    cleared = configure(run_as, kubevirt_cr, clear=["cpu_allocation_ratio", "vm_rollout_strategy"])
+    assert cleared["changed"] is True and cleared["effective"]["cpu_allocation_ratio"] == 10, cleared
+    assert kubevirt_cr["read"]()["spec"] == before
+    assert configure(run_as, kubevirt_cr, clear=["cpu_allocation_ratio", "memory_overcommit"])["changed"] is False
+    refused = configure(run_as, kubevirt_cr, clear=["cpu_allocation_ratio"], cpu_allocation_ratio=4)
+    assert refused["failed"] is True and refused["field"] == "clear", refused
+
+
 def test_an_invalid_value_already_on_the_cr_is_reported_as_ignored_and_can_be_fixed(run_as, kubevirt_cr):
     kubevirt_cr["patch"]({"spec": {"configuration": {"developerConfiguration": {"cpuAllocationRatio": 0}}}})
     looked = configure(run_as, kubevirt_cr)

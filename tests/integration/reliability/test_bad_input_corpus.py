@@ -183,6 +183,8 @@ CASES = [
     kubevirt("kubevirt-selector-operator", {"auto_cpu_limit_namespace_selector": {
         "matchExpressions": [{"key": "tier", "operator": "Like", "values": ["a"]}]}},
         "auto_cpu_limit_namespace_selector.matchExpressions[0].operator", allowed=("In",)),
+    kubevirt("kubevirt-clear-and-set", {"clear": ["cpu_allocation_ratio"], "cpu_allocation_ratio": 4}, "clear"),
+    kubevirt("kubevirt-clear-unknown", {"clear": ["cpuAllocationRatio"]}, "clear", allowed=("memory_overcommit",)),
     kubevirt("kubevirt-selector-and-clear",
              {"auto_cpu_limit_namespace_selector": {"matchLabels": {"a": "b"}},
               "clear_auto_cpu_limit_namespace_selector": True},

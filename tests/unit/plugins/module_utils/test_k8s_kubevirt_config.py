@@ -42,6 +42,25 @@ def test_a_new_selector_replaces_the_old_one_instead_of_merging_into_it():
     assert cleared["patch"] == {"spec": {"configuration": {"autoCPULimitNamespaceLabelSelector": None}}}
 
 
+def test_cleared_settings_are_removed_so_kubevirt_defaults_apply_again():
+    kubevirt = cr({"developerConfiguration": {"featureGates": ["Snapshot"], "cpuAllocationRatio": 8},
+                   "vmRolloutStrategy": "Stage"})
+    planned = kubevirt_config.plan(kubevirt, kubevirt_config.check_wanted(
+        params(clear=["cpu_allocation_ratio", "vm_rollout_strategy"], memory_overcommit=150)))
+    assert planned["patch"] == {"spec": {"configuration": {
+        "developerConfiguration": {"cpuAllocationRatio": None, "memoryOvercommit": 150}, "vmRolloutStrategy": None}}}
+    assert planned["after"]["cpu_allocation_ratio"] is None and planned["before"]["cpu_allocation_ratio"] == 8
+    assert kubevirt_config.plan(cr({}), kubevirt_config.check_wanted(params(clear=["memory_overcommit"])))["patch"] is None
+
+
+@pytest.mark.parametrize("given", [{"clear": ["cpu_allocation_ratio"], "cpu_allocation_ratio": 4},
+                                   {"clear": ["cpuAllocationRatio"]}])
+def test_a_setting_both_given_and_cleared_or_unknown_is_refused_naming_clear(given):
+    with pytest.raises(ValueRangeError) as error:
+        kubevirt_config.check_wanted(params(**given))
+    assert error.value.field == "clear"
+
+
 def test_nothing_to_change_is_no_patch():
     kubevirt = cr({"developerConfiguration": {"cpuAllocationRatio": 8}, "vmRolloutStrategy": "Stage"})
     wanted = kubevirt_config.check_wanted(params(cpu_allocation_ratio=8, vm_rollout_strategy="Stage"))
