@@ -31,7 +31,19 @@ description:
   - "O(mode=audit) reports per VM: memory limit equal to the guest memory, memory limit under guest + overhead,
     memory request above the guest memory, dedicated VMs with overcommitted CPU or memory, and annotations that
     do not exist in KubeVirt (C(kubevirt.io/allow-memory-overcommit), C(kubevirt.io/domainMemoryOvercommit))."
-  - VMs that take their resources from an instancetype are refused in O(mode=enforce).
+  - "Instancetypes: a VM that takes its CPU and memory from an instancetype (C(spec.instancetype)) is read through it
+    - the revision of it the VM keeps (C(revisionName), a C(ControllerRevision)) when it names one, else the
+    C(VirtualMachineClusterInstancetype) or C(VirtualMachineInstancetype) - for its class, vCPUs, dedicated placement,
+    guest memory and the memory its launcher requests (C(overcommitPercent)). The audit checks it as it runs; a
+    template for such a VM is refused (with what it has now, C(effective)): change the instancetype, or move it."
+  - "Moving VMs onto an instancetype (M(overcommit.control.kubevirt_instancetype) makes one per class): O(instancetype)
+    (and O(preference)) with O(mode=audit) says per VM what it would become and whether it needs a restart
+    (C(move)), changing nothing; with O(mode=enforce) (and C(--check --diff) to see the plan first) it sets
+    C(spec.instancetype) (and C(spec.preference)), removes the template fields KubeVirt refuses beside an instancetype
+    (C(domain.cpu) topology and placement, C(domain.memory.guest), CPU and memory requests and limits;
+    C(removed_fields)) and sets the class label from the instancetype. A running VM is never restarted: it keeps its
+    resources until its next restart, and its result says C(restart_required). A dedicated VM is not moved onto an
+    overcommitted class unless forced, and an instancetype that breaks the memory rules is refused."
 author:
   - overcommit.control maintainers (@overcommit)
 extends_documentation_fragment:
@@ -113,6 +125,29 @@ options:
       - The key prefix of the class label.
     type: str
     default: overcommit.control/
+  instancetype:
+    description:
+      - Move the VMs onto this instancetype (O(mode=enforce)), or say what they would become (O(mode=audit)).
+      - Not together with O(vm_class), O(cpu_request), O(cpu_limit), O(memory_guest), O(memory_request) or
+        O(memory_limit): the instancetype sets those.
+    type: str
+  instancetype_kind:
+    description:
+      - The kind of O(instancetype); a V(VirtualMachineInstancetype) is looked up in each VM's namespace.
+    type: str
+    choices: [VirtualMachineClusterInstancetype, VirtualMachineInstancetype]
+    default: VirtualMachineClusterInstancetype
+  preference:
+    description:
+      - The preference the moved VMs get (only with O(instancetype)). Without it a VM keeps its preference when its
+        instancetype does not change, and loses it when it does.
+    type: str
+  preference_kind:
+    description:
+      - The kind of O(preference); a V(VirtualMachinePreference) is looked up in each VM's namespace.
+    type: str
+    choices: [VirtualMachineClusterPreference, VirtualMachinePreference]
+    default: VirtualMachineClusterPreference
 """
 
 EXAMPLES = r"""
@@ -129,6 +164,22 @@ EXAMPLES = r"""
     namespace: tenant-a
     names: [db-1, db-2]
     vm_class: dedicated
+
+- name: What the tenant's shared VMs would become on the shared-2c4g instancetype, and which need a restart
+  overcommit.control.kubevirt_vm_resources:
+    namespace: tenant-a
+    label_selector: overcommit.control/class=shared
+    mode: audit
+    instancetype: shared-2c4g
+    preference: shared-2c4g
+  register: move_audit
+
+- name: Move them (run with --check --diff first to see the plan); running VMs take it at their next restart
+  overcommit.control.kubevirt_vm_resources:
+    namespace: tenant-a
+    label_selector: overcommit.control/class=shared
+    instancetype: shared-2c4g
+    preference: shared-2c4g
 
 - name: List risky VMs of the whole cluster
   overcommit.control.kubevirt_vm_resources:
@@ -161,7 +212,7 @@ vms:
       type: str
     before:
       description: Class, CPU request and limit, dedicated placement, guest memory, memory request and limit and
-        balloon before the task.
+        balloon before the task; with O(instancetype) also the C(instancetype) and C(preference) referenced.
       type: dict
     after:
       description: The same after the task.
@@ -182,6 +233,22 @@ vms:
     restart_required_condition:
       description: Whether the VM already carries KubeVirt's RestartRequired condition.
       type: bool
+    removed_fields:
+      description: With O(instancetype), the template fields removed because the instancetype sets them.
+      type: list
+      elements: str
+    effective:
+      description: For a VM refused because it takes its resources from an instancetype, what it has from it.
+      type: dict
+    instancetype:
+      description: With O(mode=audit), for a VM on an instancetype, its class and resources from it and the
+        C(instancetype) and C(preference) it references.
+      type: dict
+    move:
+      description: With O(mode=audit) and O(instancetype), what the VM would become (C(before), C(after)), whether it
+        would change and need a restart (C(restart_required), C(restart_reasons)) and the template fields that would
+        go (C(removed_fields)); or C(refused) and C(msg).
+      type: dict
     findings:
       description: With O(mode=audit), each risk found (C(check) and C(message)).
       type: list
@@ -207,7 +274,7 @@ risky:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_resources
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, vm_resources
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import VmResourcesRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
@@ -230,6 +297,12 @@ def main():
             floor=dict(type="float", default=0.25),
             force=dict(type="bool", default=False),
             prefix=dict(type="str", default=DEFAULT_PREFIX),
+            instancetype=dict(type="str"),
+            instancetype_kind=dict(type="str", default=instancetypes.CLUSTER_INSTANCETYPE,
+                                   choices=list(instancetypes.INSTANCETYPE_KINDS)),
+            preference=dict(type="str"),
+            preference_kind=dict(type="str", default=instancetypes.CLUSTER_PREFERENCE,
+                                 choices=list(instancetypes.PREFERENCE_KINDS)),
         ),
         required_one_of=[("names", "label_selector")],
         failed={"vms": []},

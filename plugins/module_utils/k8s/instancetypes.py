@@ -42,7 +42,7 @@ STATES = ("present", "absent")
 CLASS_KEY = "class"
 BASELINE_KEY = "baseline-cpus"
 MAX_VCPUS = 512
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def keys(prefix):
@@ -62,7 +62,7 @@ def _check_name(index, definition):
     if not isinstance(definition, dict):
         raise ValueRangeError(where, definition, "a mapping with name, class, cpus and memory")
     name = definition.get("name")
-    if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+    if not isinstance(name, str) or len(name) > 253 or not DNS_SUBDOMAIN.match(name):
         raise ValueRangeError(where + ".name", name, "a DNS subdomain (lower case letters, digits, '-' and '.'), "
                                                      "the name of the instancetype and of the preference")
     return {"name": name}

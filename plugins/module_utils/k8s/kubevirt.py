@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import kubevirt_config, vm_resources
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, kubevirt_config, vm_instancetype
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_resources
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 
 API = "/apis/kubevirt.io/v1"
@@ -84,11 +85,14 @@ def _vmis(client, namespace):
 
 
 class VmResourcesRunner(object):
-    """One task: enforce a resource template on many VMs, or audit them."""
+    """One task: enforce a resource template on many VMs, move them onto an
+    instancetype, or audit them. Instancetypes, preferences and the revisions
+    of them VMs keep are read once each."""
 
     def __init__(self, client, request):
         self.client = client
         self.request = request
+        self.read = {}
 
     def run(self, namespace, names, label_selector):
         """Per-VM results, in order. A VM not found, refused or failing is
@@ -105,21 +109,69 @@ class VmResourcesRunner(object):
                 results.append(self.enforce(key, vms[key], vmis.get(key)))
         return results
 
+    def source(self, namespace, ref, kind):
+        """The instancetype or preference `ref` names, as the VM in
+        `namespace` gets it (its kept revision first); refused when missing."""
+        where = vm_instancetype.source_path(namespace, ref, kind)
+        if where not in self.read:
+            try:
+                self.read[where] = vm_instancetype.object_of(self.client.get(where))
+            except K8sClientError as exc:
+                if exc.status != 404:
+                    raise
+                self.read[where] = None
+        if self.read[where] is None:
+            raise vm_resources.VmRefusal("%s %s not found%s" % (ref.get("kind") or kind, ref["name"], (
+                " (revision %s)" % ref["revisionName"]) if ref.get("revisionName") else ""))
+        return self.read[where]
+
+    def offers(self, namespace, vm):
+        """What the VM's instancetype gives it now, and the one it moves onto."""
+        found = {"current": None, "target": None}
+        ref = vm_instancetype.ref_of(vm, "instancetype")
+        if ref:
+            found["current"] = vm_instancetype.offer(
+                self.source(namespace, ref, instancetypes.CLUSTER_INSTANCETYPE), self.request["class_label"])
+        if self.request["instancetype"]:
+            found["target"] = vm_instancetype.offer(
+                self.source(namespace, self.request["instancetype"], None), self.request["class_label"])
+        if self.request["preference"]:
+            self.source(namespace, self.request["preference"], None)
+        return found
+
     def audit(self, key, vm, vmi):
+        namespace = key.split("/", 1)[0]
+        result = {"name": key, "changed": False}
         try:
             facts = vm_resources.vm_facts(vm, vmi, self.request["class_label"])
-        except ValueRangeError as exc:
-            return {"name": key, "changed": False, "failed": True, "msg": "unreadable resources: %s" % exc}
+            offers = self.offers(namespace, vm)
+            if offers["current"]:
+                facts = vm_instancetype.facts_on(facts, offers["current"])
+                result["instancetype"] = vm_resources.current_view(vm, facts, offers["current"])
+        except (K8sClientError, vm_resources.VmRefusal, ValueRangeError) as exc:
+            return dict(result, failed=True, msg="unreadable resources: %s" % exc)
         findings = vm_resources.audit(facts)
-        return {"name": key, "changed": False, "class": vm_resources.effective_class(facts)[0],
-                "running": facts["running"], "findings": findings, "risky": bool(findings)}
+        result.update({"class": vm_resources.effective_class(facts)[0], "running": facts["running"],
+                       "findings": findings, "risky": bool(findings)})
+        if self.request["instancetype"]:
+            # What the VM would become: the plan of the move, nothing written.
+            try:
+                planned = vm_resources.plan(vm, vmi, self.request, offers)
+                result["move"] = {"changed": planned["patch"] is not None, "before": planned["before"],
+                                  "after": planned["after"], "restart_required": planned["restart_required"],
+                                  "restart_reasons": planned["restart_reasons"],
+                                  "removed_fields": planned["removed_fields"]}
+            except (vm_resources.VmRefusal, ValueRangeError) as exc:
+                result["move"] = {"refused": True, "msg": str(exc)}
+        return result
 
     def enforce(self, key, vm, vmi):
         namespace, name = key.split("/", 1)
         planned = {}
 
         def plan_patch(current):
-            planned.update(vm_resources.plan(current, vmi, self.request))
+            offers = self.offers(namespace, current) if self.request["instancetype"] else None
+            planned.update(vm_resources.plan(current, vmi, self.request, offers))
             return planned["patch"]
 
         result = {"name": key, "changed": False}
@@ -129,12 +181,26 @@ class VmResourcesRunner(object):
         except (K8sClientError, vm_resources.VmRefusal, ValueRangeError) as exc:
             field = getattr(exc, "field", None)
             result.update(failed=True, msg=str(exc), **({"field": field} if field else {}))
+            self.effective(result, namespace, vm)
             return result
         result.update(changed=patch is not None, before=planned["before"], after=planned["after"],
                       launcher_overhead=planned["overhead"], running=planned["facts"]["running"],
                       restart_required=planned["restart_required"] and patch is not None,
                       restart_reasons=planned["restart_reasons"] if patch is not None else [],
                       restart_required_condition=planned["facts"]["restart_required_condition"])
+        if "removed_fields" in planned:
+            result["removed_fields"] = planned["removed_fields"] if patch is not None else []
         if conflicts:
             result["conflicts"] = conflicts
         return result
+
+    def effective(self, result, namespace, vm):
+        """A refused VM on an instancetype: what it has from it, for the result."""
+        if not vm_instancetype.ref_of(vm, "instancetype"):
+            return
+        try:
+            current = self.offers(namespace, vm)["current"]
+            facts = vm_resources.vm_facts(vm, None, self.request["class_label"])
+        except (K8sClientError, vm_resources.VmRefusal, ValueRangeError):
+            return
+        result["effective"] = vm_resources.current_view(vm, facts, current)

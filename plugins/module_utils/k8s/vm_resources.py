@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity, vm_instancetype
 
 MODES = ("enforce", "audit")
 CLASS_LABEL = "class"
@@ -56,8 +56,11 @@ def check_request(params):
     if not 0 <= params["floor"] <= 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
     prefix = metadata.check_prefix(params["prefix"])
+    refs = vm_instancetype.check_refs(params)
     return {
         "mode": params["mode"],
+        "instancetype": refs["instancetype"],
+        "preference": refs["preference"],
         "class": params.get("vm_class"),
         "cpu_request": _quantity_or_keyword("cpu_request", params.get("cpu_request"), (RATIO,), quantity.cpu),
         "cpu_limit": _quantity_or_keyword("cpu_limit", params.get("cpu_limit"), (NONE,), quantity.cpu),
@@ -225,13 +228,17 @@ def _same(field, left, right):
     return left == right
 
 
-def plan(vm, vmi, request):
+def plan(vm, vmi, request, offers=None):
     """Before, after, the merge patch (None when nothing changes) and
-    whether the change needs a restart of a running VM."""
+    whether the change needs a restart of a running VM. offers: what the
+    VM's instancetype (`current`) and the one it moves onto (`target`) give,
+    as vm_instancetype.offer reads them."""
     facts = vm_facts(vm, vmi, request["class_label"])
+    if request["instancetype"]:
+        return plan_move(vm, facts, request, offers or {})
     if facts["instancetype"]:
-        raise VmRefusal("the VM takes its resources from instancetype %s: change the instancetype instead"
-                        % facts["instancetype"].get("name"))
+        raise VmRefusal("the VM takes its resources from instancetype %s: change the instancetype, or move it onto "
+                        "another with the option instancetype" % facts["instancetype"].get("name"))
     current = dict(facts, **{"class": effective_class(facts)[0], "memory_guest": facts["guest"],
                              "dedicated_cpu_placement": facts["dedicated_placement"]})
     wanted = target(facts, request)
@@ -253,3 +260,38 @@ def plan(vm, vmi, request):
             "overhead": memory.mib(wanted["overhead"]),
             "restart_required": bool(facts["running"] and restart_reasons),
             "restart_reasons": restart_reasons if facts["running"] else []}
+
+
+def current_view(vm, facts, current_offer):
+    """The VM's class and resources now, from its instancetype when it has one."""
+    if current_offer is not None:
+        return vm_instancetype.view(current_offer, facts["balloon"], vm_instancetype.ref_of(vm, "instancetype"),
+                                    vm_instancetype.ref_of(vm, "preference"))
+    current = dict(facts, **{"class": effective_class(facts)[0], "memory_guest": facts["guest"],
+                             "dedicated_cpu_placement": facts["dedicated_placement"]})
+    return dict(_view(current), instancetype=None, preference=None)
+
+
+def plan_move(vm, facts, request, offers):
+    """A VM moved onto the request's instancetype (and preference): its
+    template's CPU and memory give way to the instancetype's, checked
+    against the class and memory rules first."""
+    current_offer, given = offers.get("current"), offers["target"]
+    before = current_view(vm, facts, current_offer)
+    current_class = before["class"]
+    if current_offer is None:
+        current_class, why = effective_class(facts)
+    else:
+        why = "its instancetype %s is dedicated" % current_offer["name"]
+    if current_class == vm_class.DEDICATED and given["class"] != vm_class.DEDICATED and not request["force"]:
+        raise VmRefusal("refusing to move a dedicated VM (%s) onto instancetype %s of the overcommitted class %s; use "
+                        "force to override" % (why, given["name"], given["class"]))
+    on_it = vm_instancetype.facts_on(facts, given)
+    launcher = overhead(on_it, given["dedicated"], given["guest"])
+    broken = memory.findings(given["guest"], given["memory_request"], None, launcher)
+    if broken:
+        raise VmRefusal("instancetype %s breaks the memory rules: %s" % (given["name"], broken[0][1]))
+    moved = vm_instancetype.plan_move(vm, facts, before, given, request)
+    return {"facts": facts, "before": before, "after": moved["after"], "patch": moved["patch"],
+            "overhead": memory.mib(launcher), "restart_required": bool(moved["restart_reasons"]),
+            "restart_reasons": moved["restart_reasons"], "removed_fields": moved["removed"]}
