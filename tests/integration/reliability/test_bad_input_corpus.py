@@ -277,6 +277,13 @@ CASES = [
     Case("role-recommend-ttl", "report_dir", "recommend_ttl_seconds", role="recommend",
          variables={"recommend_ttl_seconds": "an hour", "recommend_plan_dir": "{report_dir}"}),
     Case("role-apply-plan-plan-missing", "nodes", "apply_plan_plan", role="apply_plan", entry="check", variables={}),
+    Case("role-rollout-wave-health", "cr", "rollout_wave_health", role="rollout_wave", entry="check",
+         variables={"rollout_wave_health": {"max_steal": 0.5}}),
+    Case("role-rollout-wave-template-class", "vm", "rollout_wave_kubevirt_templates", role="rollout_wave",
+         variables={"rollout_wave_kubevirt_templates": [{"namespace": "lab", "names": ["{vm}"], "vm_class": "gold"}]},
+         allowed=("dedicated, shared, burstable",)),
+    Case("role-rollout-wave-ratio", "cr", "rollout_wave_kubevirt_config", role="rollout_wave",
+         variables={"rollout_wave_kubevirt_config": {"namespace": "lab", "name": "{cr}", "cpu_allocation_ratio": "many"}}),
     Case("role-closed-loop-mode", "nodes", "closed_loop_mode", role="closed_loop", entry="decide",
          variables={"closed_loop_mode": "yolo"}, allowed=("act, dry_run",)),
 ]
