@@ -203,10 +203,18 @@ def conflicting_fields(domain):
             if removed:
                 patch[part] = removed
     resources = domain.get("resources") or {}
+    left = dict(resources)
     for part in ("requests", "limits"):
-        removed = dict((key, None) for key in ("cpu", "memory") if key in (resources.get(part) or {}))
-        if removed:
+        current = resources.get(part) or {}
+        removed = dict((key, None) for key in ("cpu", "memory") if key in current)
+        if len(removed) == len(current):
+            left.pop(part, None)
+            if part in resources:
+                patch.setdefault("resources", {})[part] = None
+        elif removed:
             patch.setdefault("resources", {})[part] = removed
+    if resources and not left:
+        patch["resources"] = None
     return patch or None
 
 

@@ -180,10 +180,10 @@ def test_the_move_sets_the_references_removes_what_conflicts_and_needs_a_restart
     assert spec["instancetype"] == {"kind": "VirtualMachineClusterInstancetype", "name": "shared-2c4g",
                                     "revisionName": None}
     assert spec["preference"]["name"] == "shared-2c4g"
-    # The topology goes, the CPU model stays; other resources (ephemeral storage) stay.
+    # The topology goes, the CPU model stays; other resources (ephemeral storage) stay, limits left empty go.
     assert spec["template"]["spec"]["domain"] == {
         "cpu": {"cores": None}, "memory": None,
-        "resources": {"requests": {"cpu": None, "memory": None}, "limits": {"memory": None}}}
+        "resources": {"requests": {"cpu": None, "memory": None}, "limits": None}}
     assert plan["patch"]["metadata"] == {"labels": {"overcommit.control/class": "shared"}}
     assert plan["after"]["memory_request"] == "3Gi" and plan["after"]["instancetype"]["name"] == "shared-2c4g"
     assert plan["restart_required"] and "instancetype" in plan["restart_reasons"]
