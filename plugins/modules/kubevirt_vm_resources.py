@@ -129,7 +129,7 @@ options:
     description:
       - Move the VMs onto this instancetype (O(mode=enforce)), or say what they would become (O(mode=audit)).
       - Not together with O(vm_class), O(cpu_request), O(cpu_limit), O(memory_guest), O(memory_request) or
-        O(memory_limit): the instancetype sets those.
+        O(memory_limit); the instancetype sets those.
     type: str
   instancetype_kind:
     description:
