@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 # threshold -> (what it limits, unit); None for a threshold means "not checked".
@@ -52,7 +54,7 @@ def check_thresholds(thresholds, field="health"):
             number = float(value)
         except (TypeError, ValueError):
             raise ValueRangeError(field + "." + name, value, "a number, 0 or more, or null (not checked)")
-        if number < 0 or number != number:
+        if number < 0 or math.isnan(number):
             raise ValueRangeError(field + "." + name, value, "a number, 0 or more, or null (not checked)")
         checked[name] = int(number) if name == "max_failed" else number
     return checked
@@ -91,6 +93,11 @@ def failures(applied):
     return lines
 
 
+def _figure(threshold):
+    """A threshold as people read it (2, 0.25, 1e+03)."""
+    return "%g" % threshold
+
+
 def health(applied, pressure, domains, thresholds):
     """The verdict on a unit after its wave: healthy or not, and why, from
     what the wave's tasks returned (failed objects), the host's pressure
@@ -109,9 +116,9 @@ def health(applied, pressure, domains, thresholds):
         signals["cpu_pressure"] = psi
         signals["run_queue_per_cpu"] = round(run_queue, 3)
         if limits["max_cpu_pressure"] is not None and psi is not None and psi > limits["max_cpu_pressure"]:
-            reasons.append("CPU pressure %.1f %% is above %g %%" % (psi, limits["max_cpu_pressure"]))
+            reasons.append("CPU pressure %.1f %% is above %s %%" % (psi, _figure(limits["max_cpu_pressure"])))
         if limits["max_run_queue_per_cpu"] is not None and run_queue > limits["max_run_queue_per_cpu"]:
-            reasons.append("%.2f runnable tasks per CPU is above %g" % (run_queue, limits["max_run_queue_per_cpu"]))
+            reasons.append("%.2f runnable tasks per CPU is above %s" % (run_queue, _figure(limits["max_run_queue_per_cpu"])))
     elif limits["max_cpu_pressure"] is not None or limits["max_run_queue_per_cpu"] is not None:
         reasons.append("the host's pressure could not be read: %s" % (
             (pressure or {}).get("msg") if isinstance(pressure, dict) else "no result"))
@@ -124,7 +131,7 @@ def health(applied, pressure, domains, thresholds):
     if limits["max_steal_cpus"] is not None:
         for name in sorted(steal):
             if steal[name] > limits["max_steal_cpus"]:
-                reasons.append("%s steals %.2f CPU, above %g" % (name, steal[name], limits["max_steal_cpus"]))
+                reasons.append("%s steals %.2f CPU, above %s" % (name, steal[name], _figure(limits["max_steal_cpus"])))
     return {"healthy": not reasons, "reasons": reasons, "signals": signals, "failed": failed,
             "thresholds": limits}
 

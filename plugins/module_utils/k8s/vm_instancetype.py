@@ -221,7 +221,6 @@ def conflicting_fields(domain):
 def _paths(patch, prefix="spec.template.spec.domain"):
     for key, value in (patch or {}).items():
         if isinstance(value, dict):
-            for found in _paths(value, prefix + "." + key):
-                yield found
+            yield from _paths(value, prefix + "." + key)
         else:
             yield prefix + "." + key

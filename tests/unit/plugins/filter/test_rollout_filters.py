@@ -5,8 +5,8 @@ from ansible_collections.overcommit.control.plugins.filter import rollout
 
 
 def test_the_filters_are_registered():
-    assert sorted(rollout.FilterModule().filters()) == ["rollout_changes", "rollout_health", "rollout_thresholds",
-                                                       "rollout_undo"]
+    assert sorted(rollout.FilterModule().filters()) == [
+        "rollout_changes", "rollout_health", "rollout_thresholds", "rollout_undo"]
 
 
 def test_a_bad_threshold_fails_naming_the_role_variable():
