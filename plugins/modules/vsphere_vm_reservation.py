@@ -17,7 +17,9 @@ description:
     that are Kubernetes nodes, so the hypervisor's overcommit cannot starve them.
   - VMs are selected by name, BIOS or instance UUID, managed object id, folder or cluster, all looked up
     in one property-collector query; a name, UUID or id that matches no VM is reported on its own.
-  - Only the fields that differ are sent, in one C(ReconfigVM_Task) per VM, guarded by the C(changeVersion)
+  - Only a VM whose values differ is reconfigured, in one C(ReconfigVM_Task) per VM carrying the whole allocation
+    (reservation, limit and shares, as read, with the changes) of each resource that changes, so a host that resets
+    the members left out of an allocation keeps the others; the task is guarded by the C(changeVersion)
     the change was planned against; the changeVersions are re-read in one query just before writing, and a VM
     changed in between is refused rather than overwritten. Reservations, limits and shares apply to running
     VMs, and no VM is ever powered off or on.
@@ -211,7 +213,8 @@ vms:
       description: The C(changeVersion) the change was planned against.
       type: str
     sent:
-      description: The fields sent (or in check mode to be sent) in the reconfigure, nothing else.
+      description: What was sent (or in check mode would be sent) in the reconfigure, the whole allocation of each
+        resource that changes.
       type: dict
     before:
       description: C(cpu), C(memory), C(memory_reservation_locked_to_max) and the C(record) before the task.
@@ -226,7 +229,7 @@ vms:
     - name: k8s-node-3
       moid: vm-1042
       changed: true
-      sent: {cpu: {reservation: 4000}}
+      sent: {cpu: {reservation: 4000, limit: -1, shares_level: normal, shares: 2000}}
       before: {cpu: {reservation: 0, limit: -1, shares_level: normal, shares: 2000}, record: null}
       after: {cpu: {reservation: 4000, limit: -1, shares_level: normal, shares: 2000},
               record: {v: 1, prior: {cpu.reservation: 0}, by: ops, at: "2026-01-01T00:00:00Z"}}

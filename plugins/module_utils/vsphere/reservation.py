@@ -133,7 +133,8 @@ def _differs(field, live, desired):
 
 class ChangeSet(object):
     """Desired against live for one VM: which fields change, the allocation
-    after the change, and the fields to send (only the changed ones).
+    after the change, and what to send (the whole allocation of a changed
+    resource).
 
     Locking the memory reservation to the VM's memory makes vSphere set the
     reservation itself: it is not sent, but is shown in `after` and counts as
@@ -169,18 +170,27 @@ class ChangeSet(object):
         return self.changed + [field for field in self.implied if field not in self.changed]
 
     def spec_fields(self):
-        """The fields to send, nested as the client's config_spec wants them."""
+        """The fields to send, nested as the client's config_spec wants them:
+        the whole allocation (as read, with the changes) of every resource
+        with a change, none of a resource without. vCenter keeps a member
+        left out of an allocation but vcsim and some older hosts reset it,
+        so sending only the changed member could drop a limit or shares
+        someone else set; the changeVersion guard makes sending what was
+        read safe."""
         fields = {}
-        for field in self.changed:
-            if field == LOCKED:
-                fields[LOCKED] = self.after[LOCKED]
-                continue
-            resource, key = field.split(".", 1)
-            fields.setdefault(resource, {})[key] = self.after[field]
+        if LOCKED in self.changed:
+            fields[LOCKED] = self.after[LOCKED]
         for resource in RESOURCES:
-            alloc = fields.get(resource, {})
-            if "shares_level" in alloc and "shares" not in alloc:
-                alloc["shares"] = self.after.get(resource + ".shares") or 0
+            if not any(field.startswith(resource + ".") for field in self.changed):
+                continue
+            alloc = dict((key, self.after.get("%s.%s" % (resource, key))) for key in ALLOCATION_KEYS)
+            alloc = dict((key, value) for key, value in alloc.items() if value is not None)
+            if "shares_level" in alloc:
+                # SharesInfo needs a number; vSphere ignores it for a named level.
+                alloc.setdefault("shares", 0)
+            else:
+                alloc.pop("shares", None)
+            fields[resource] = alloc
         return fields
 
 

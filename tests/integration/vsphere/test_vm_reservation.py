@@ -39,10 +39,12 @@ def test_reserve_change_and_restore_exactly(run, vsphere, lab_vms):
     again = run(MODULE, dict(FULL, vms=[vm0.name], moids=[vm1._moId]))
     assert again["changed"] is False and all(vm["sent"] == {} for vm in again["vms"])
 
-    # A second change sends only what differs and keeps the first prior values.
+    # A second change writes the changed resource whole (as read, with the
+    # change), the unchanged one not at all, and keeps the first prior values.
     change = run(MODULE, {"vms": [vm0.name], "cpu": {"reservation": 1000, "limit": 2000}})
     assert change["changed"] is True
-    assert change["vms"][0]["sent"] == {"cpu": {"reservation": 1000}}
+    assert change["vms"][0]["sent"] == {"cpu": {"reservation": 1000, "limit": 2000, "shares_level": "high",
+                                                "shares": change["vms"][0]["before"]["cpu"]["shares"]}}
     assert vm0.config.cpuAllocation.reservation == 1000
     assert json.loads(record_of(vsphere, vm0))["prior"]["cpu.reservation"] == originals[0]["cpu"]["reservation"]
 
@@ -52,6 +54,28 @@ def test_reserve_change_and_restore_exactly(run, vsphere, lab_vms):
     assert record_of(vsphere, vm0) == "" and record_of(vsphere, vm1) == ""
 
     assert run(MODULE, {"vms": [vm0.name, vm1.name], "state": "restored"})["changed"] is False
+
+
+def test_a_reservation_alone_keeps_the_limit_and_shares_someone_else_set(run, vsphere, lab_vms):
+    """vcsim resets the members a reconfigure leaves out of an allocation (as
+    some hosts do; vCenter keeps them): a reservation change must not drop a
+    limit or shares set by someone else, and restore puts back exactly the
+    allocation as it was, those included."""
+    vm = lab_vms[1]
+    spec = vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
+        reservation=0, limit=3000, shares=vim.SharesInfo(level="custom", shares=1234)))
+    WaitForTask(vm.ReconfigVM_Task(spec))
+    foreign = allocation(vm)
+    assert foreign["cpu"] == {"reservation": 0, "limit": 3000, "level": "custom", "shares": 1234}
+
+    result = run(MODULE, {"vms": [vm.name], "cpu": {"reservation": 600}})
+    assert result["changed"] is True and not result.get("failed"), result
+    assert allocation(vm)["cpu"] == {"reservation": 600, "limit": 3000, "level": "custom", "shares": 1234}
+    assert allocation(vm)["memory"] == foreign["memory"]
+
+    restored = run(MODULE, {"vms": [vm.name], "state": "restored"})
+    assert restored["changed"] is True and not restored.get("failed"), restored
+    assert allocation(vm) == foreign and record_of(vsphere, vm) == ""
 
 
 def test_memory_reservation_locked_to_max_is_set_and_restored(run, vsphere, lab_vms):

@@ -45,10 +45,12 @@ def test_options_become_flat_fields_and_custom_shares_imply_the_level():
                        "memory.shares": 500, rsv.LOCKED: True}
 
 
-def test_only_changed_fields_are_sent():
+def test_a_changed_resource_is_sent_whole_and_an_unchanged_one_not_at_all():
+    # A host that resets the members left out of an allocation keeps the limit and shares as read.
     change_set = rsv.ChangeSet(LIVE, {"cpu.reservation": 1000, "cpu.limit": -1, "memory.reservation": 0})
     assert change_set.changed == ["cpu.reservation"]
-    assert change_set.spec_fields() == {"cpu": {"reservation": 1000}}
+    assert change_set.spec_fields() == {"cpu": {"reservation": 1000, "limit": -1, "shares_level": "normal",
+                                                "shares": 2000}}
     assert change_set.after["cpu.reservation"] == 1000 and change_set.after["cpu.limit"] == -1
 
 
@@ -56,14 +58,14 @@ def test_a_named_shares_level_ignores_the_number_vsphere_derives():
     assert rsv.ChangeSet(LIVE, {"cpu.shares_level": "normal"}).changed == []
     change_set = rsv.ChangeSet(LIVE, {"cpu.shares_level": "high"})
     # SharesInfo needs a number too; vSphere ignores it for a named level.
-    assert change_set.spec_fields() == {"cpu": {"shares_level": "high", "shares": 0}}
+    assert change_set.spec_fields() == {"cpu": {"reservation": 0, "limit": -1, "shares_level": "high", "shares": 0}}
 
 
 def test_custom_shares_compare_the_number_and_send_the_level_with_it():
     live = dict(LIVE, **{"cpu.shares_level": "custom", "cpu.shares": 700})
     assert rsv.ChangeSet(live, {"cpu.shares_level": "custom", "cpu.shares": 700}).changed == []
     change_set = rsv.ChangeSet(live, {"cpu.shares_level": "custom", "cpu.shares": 900})
-    assert change_set.spec_fields() == {"cpu": {"shares_level": "custom", "shares": 900}}
+    assert change_set.spec_fields() == {"cpu": {"reservation": 0, "limit": -1, "shares_level": "custom", "shares": 900}}
 
 
 def test_locking_memory_implies_the_full_reservation_without_sending_it():
@@ -118,8 +120,10 @@ def test_restore_returns_exactly_the_recorded_values_and_drops_the_record():
                          "memory.reservation": 8192})
     change_set, after = rsv.plan_restore(live, record, memory_mb=8192)
     assert after is None
-    assert change_set.spec_fields() == {"cpu": {"reservation": 0, "shares_level": "custom", "shares": 1234},
-                                        "memory": {"reservation": 0}, rsv.LOCKED: False}
+    assert change_set.spec_fields() == {"cpu": {"reservation": 0, "limit": -1, "shares_level": "custom", "shares": 1234},
+                                        "memory": {"reservation": 0, "limit": -1, "shares_level": "normal",
+                                                   "shares": 81920},
+                                        rsv.LOCKED: False}
 
 
 def test_restore_without_a_record_changes_nothing():

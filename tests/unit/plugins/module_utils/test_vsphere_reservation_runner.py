@@ -101,7 +101,7 @@ def test_a_stale_fault_from_vcenter_is_reported_and_the_new_record_taken_back():
 def test_check_mode_reads_only():
     client = FakeClient()
     results = run(client, check_mode=True)
-    assert results["a"]["changed"] is True and results["a"]["sent"] == {"cpu": {"reservation": 1000}}
+    assert results["a"]["changed"] is True and results["a"]["sent"]["cpu"]["reservation"] == 1000
     assert client.calls == []
 
 
