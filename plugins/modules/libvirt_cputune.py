@@ -18,8 +18,10 @@ description:
     ("this VM may use at most 2 CPUs") or to each vCPU with C(vcpu_period) and C(vcpu_quota) ("each vCPU
     at most 0.5 CPU"); shares (cgroup v1) or weight (cgroup v2) and emulator caps can be set too.
   - On the first throttle the values it replaces are recorded in the domain's C(<metadata>) with the
-    reason, time, requester and class; O(state=restored) returns exactly those and removes the record,
-    also when someone had custom values before. Restoring a domain that was never throttled changes nothing.
+    reason, time, requester and class, and which of them the throttles set (C(owns));
+    O(state=restored) returns exactly those and removes the record, also when someone had custom values
+    before. A value no throttle set (say the shares, when only a cap was given) is left as it is, so an edit
+    someone else made meanwhile is not undone. Restoring a domain that was never throttled changes nothing.
   - The record is written before any value changes, and removed only after the values are back, so a
     failure half-way always leaves a domain restorable.
   - Live writes are ordered so that every step is valid on cgroup v1, where a child cgroup (a vCPU, the
@@ -284,7 +286,9 @@ domains:
       description: Tuning per target after the task, and the throttle record.
       type: dict
     throttle:
-      description: The throttle record now on the domain (reason, time, by, class, scope, cpus, previous values per target), or null.
+      description:
+        - The throttle record now on the domain (reason, time, by, class, scope, cpus, previous values per target,
+          and C(owns), the tuning keys the throttles set, which restore writes back), or null.
       type: dict
   sample:
     - name: web-17

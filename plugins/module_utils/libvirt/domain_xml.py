@@ -6,7 +6,8 @@ its <metadata>. Pure: strings in, plain data out.
 
 The class is read from <metadata><vm xmlns=CLASS_NAMESPACE><class>...; the
 throttle record is one element in THROTTLE_NAMESPACE holding who, why, when,
-the cap and the exact values it replaced, per target (live, config).
+the cap, the exact values it replaced per target (live, config) and which of
+them the throttle set (`owns`, the only ones restore writes back).
 
 The control policy's state between cycles and the kill switch are one
 element in POLICY_NAMESPACE (either part may be absent; with neither the
@@ -206,6 +207,8 @@ def parse_record(element):
             raise RecordError("throttle.cpus", record["cpus"], "a number of CPUs above 0")
         if not 0 < record["cpus"] < float("inf"):
             raise RecordError("throttle.cpus", record["cpus"], "a number of CPUs above 0")
+    if element.get("owns") is not None:
+        record["owns"] = _owned_keys(element.get("owns"))
     record["previous"] = {}
     for previous in element:
         if previous.tag.rsplit("}", 1)[-1] == "previous" and previous.get("target") in TARGETS:
@@ -216,12 +219,26 @@ def parse_record(element):
     return record
 
 
+def _owned_keys(text):
+    """The record's `owns`: the tuning keys the throttle set, space-separated."""
+    if len(text) > untrusted.MAX_CHARS:
+        raise RecordError("throttle.owns", "%s... (%d characters)" % (text[:40], len(text)),
+                          "at most %d characters" % untrusted.MAX_CHARS)
+    keys = text.split()
+    unknown = [key for key in keys if key not in plan.TUNE_KEYS]
+    if unknown:
+        raise RecordError("throttle.owns", unknown[0], "tuning keys of %s" % ", ".join(plan.TUNE_KEYS))
+    return [key for key in plan.TUNE_KEYS if key in keys]
+
+
 def record_xml(record):
     """The record as the element libvirt stores under THROTTLE_NAMESPACE."""
     element = ET.Element("throttle")
     for field in RECORD_FIELDS:
         if record.get(field) is not None:
             element.set(field, _text(record[field]))
+    if record.get("owns") is not None:
+        element.set("owns", " ".join(record["owns"]))
     for target in TARGETS:
         values = record.get("previous", {}).get(target)
         if values is not None:

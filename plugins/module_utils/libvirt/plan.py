@@ -206,6 +206,19 @@ def _previous_for(record, current, target):
     return pick(current[target])
 
 
+def recorded_previous(record, current, target):
+    """The values one target returns to on restore and starts from on a new
+    throttle: the recorded ones of the values the throttle set (`owns`), the
+    others as they are now, so that what someone else changed meanwhile in a
+    value the throttle never set is neither undone nor recorded stale. A record
+    without `owns` (written before it was kept) owns all it recorded."""
+    recorded = _previous_for(record, current, target)
+    owns = (record or {}).get("owns")
+    if owns is None:
+        return recorded
+    return dict(pick(current[target]), **dict((key, recorded[key]) for key in owns if key in recorded))
+
+
 def plan_throttle(state, cap, targets, record_fields):
     """Desired tuning per target and the throttle record for one domain.
 
@@ -213,36 +226,44 @@ def plan_throttle(state, cap, targets, record_fields):
            the existing record, if any;
     cap: scheduler parameters of the cap (cap_values);
     record_fields: reason, time, by, class, scope, cpus for a new record.
+
+    The record keeps the values before the first throttle and `owns`, the
+    keys any throttle of the domain set (so restore writes back only those).
     """
     record = state.get("record")
     changes = {}
     previous = dict((record or {}).get("previous", {}))
+    owns = set((record or {}).get("owns") or ())
     for target in targets:
-        previous[target] = _previous_for(record, state["current"], target)
+        previous[target] = recorded_previous(record, state["current"], target)
         desired = throttle_target(previous[target], cap)
         violation = hierarchy_violation(dict(LIVE_UNSET, **desired) if target == "live" else desired)
         if violation:
             raise PlanError(violation)
+        owns.update(changed(previous[target], desired))
         changes[target] = {"before": pick(state["current"][target]), "after": desired}
     unchanged = all(not changed(c["before"], c["after"]) for c in changes.values())
-    if record and unchanged and set(targets) <= set(record.get("previous", {})):
+    if record and unchanged and set(targets) <= set(record.get("previous", {})) and \
+            owns <= set(record.get("owns") or TUNE_KEYS):
         record_after = record
     else:
-        record_after = dict(record_fields, previous=previous)
+        record_after = dict(record_fields, previous=previous, owns=sorted(owns, key=TUNE_KEYS.index))
     return {"changes": changes, "record_before": record, "record_after": record_after}
 
 
 def plan_restore(state, targets):
     """Desired tuning per target to return a domain exactly to its recorded
-    pre-throttle values; the record goes once every recorded target that still
-    exists is restored. A domain never throttled needs nothing."""
+    pre-throttle values - those the throttle set (`owns`); a value it never
+    set stays as it is, whoever changed it. The record goes once every
+    recorded target that still exists is restored. A domain never throttled
+    needs nothing."""
     record = state.get("record")
     if not record:
         return {"changes": {}, "record_before": None, "record_after": None}
     changes = {}
     remaining = dict(record.get("previous", {}))
     for target in targets:
-        desired = _previous_for(record, state["current"], target)
+        desired = recorded_previous(record, state["current"], target)
         changes[target] = {"before": pick(state["current"][target]),
                            "after": dict(pick(state["current"][target]), **desired)}
         remaining.pop(target, None)

@@ -122,6 +122,7 @@ class LibvirtEnv(object):
         self.vcpus = self.domain.maxVcpus()
         self.lock_dir = tempfile.mkdtemp(prefix="oc-state-machine-")
         self.found = dict((target, self.params(target)) for target in ("live", "config"))
+        self.found_shares = dict((target, self.shares(target)) for target in ("live", "config"))
         self.found_cputune = self.persistent_cputune()
 
     def persistent_cputune(self):
@@ -134,6 +135,9 @@ class LibvirtEnv(object):
     def params(self, target):
         values = self.domain.schedulerParametersFlags(self.flags(target))
         return dict((key, values[key]) for key in LIBVIRT_KEYS)
+
+    def shares(self, target):
+        return self.domain.schedulerParametersFlags(self.flags(target)).get("cpu_shares")
 
     def xml(self, target):
         flags = 0 if target == "live" else self.libvirt.VIR_DOMAIN_XML_INACTIVE
@@ -154,6 +158,9 @@ class LibvirtEnv(object):
             for group in ("vcpu", "global"):
                 keys = (group + "_period", group + "_quota")
                 self.domain.setSchedulerParametersFlags(dict((key, found[key]) for key in keys), self.flags(target))
+            if self.found_shares[target]:
+                # Persistent shares not set (0) cannot be written back; close() puts the definition back.
+                self.domain.setSchedulerParametersFlags({"cpu_shares": self.found_shares[target]}, self.flags(target))
         for flag in (self.libvirt.VIR_DOMAIN_AFFECT_LIVE, self.libvirt.VIR_DOMAIN_AFFECT_CONFIG):
             self.domain.setMetadata(self.libvirt.VIR_DOMAIN_METADATA_ELEMENT, None, None,
                                     domain_xml.THROTTLE_NAMESPACE, flag)
@@ -186,7 +193,8 @@ def libvirt_env(uri, name):
 class LibvirtMachine(LabMachine):
     """Throttle (whole domain or per vCPU), restore (plainly, or with
     `expected` as the closed loop and apply_plan call it), foreign edits of
-    the capped values and a guest restart, on one real guest.
+    the capped values and of the shares (which no throttle here sets) and a
+    guest restart, on one real guest.
 
     Model: `base`, the values before the first throttle (None while not
     throttled); `current`, what live and persistent tuning hold; `owner`,
@@ -201,6 +209,8 @@ class LibvirtMachine(LabMachine):
         self.scope = None
         self.owner = {"cap_cpus": self.cap(), "throttle_time": None}
         self.restarted = False
+        # Per target: the shares, as someone else last set them.
+        self.shares = dict((target, self.env.shares(target)) for target in ("live", "config"))
 
     def cap(self, values=None):
         values = values or self.current
@@ -300,6 +310,13 @@ class LibvirtMachine(LabMachine):
         self.env.foreign_set({key: value})
         self.current = dict(self.current, **{key: value})
 
+    @rule(value=st.sampled_from([512, 2048, 4096]))
+    def foreign_shares(self, value):
+        """Someone else changes the shares, a value the throttles here never
+        set: no throttle or restore may undo it."""
+        self.env.foreign_set({"cpu_shares": value})
+        self.shares = {"live": value, "config": value}
+
     @precondition(lambda self: not self.restarted)
     @rule()
     def restart_guest(self):
@@ -308,12 +325,20 @@ class LibvirtMachine(LabMachine):
         self.env.domain.destroy()
         self.env.domain.create()
         self.restarted = True
+        if self.shares["config"]:
+            # Shares not set persistently (0) leave the kernel's default, as before.
+            self.shares["live"] = self.shares["config"]
 
     @invariant()
     def tuning_as_modelled(self):
         for target in ("live", "config"):
             seen = _normal(self.env.params(target))
             assert seen == self.current, (target, seen, self.current, self.last)
+
+    @invariant()
+    def foreign_shares_kept(self):
+        for target in ("live", "config"):
+            assert self.env.shares(target) == self.shares[target], (target, self.shares, self.last)
 
     @invariant()
     def record_parseable_and_exact(self):
@@ -323,6 +348,7 @@ class LibvirtMachine(LabMachine):
                 assert record is None, (target, record, self.last)
             else:
                 assert record is not None, (target, self.last)
+                assert "cpu_shares" not in record["owns"], (target, record, self.last)
                 for recorded in record["previous"].values():
                     assert _normal(recorded) == self.base, (target, record, self.base, self.last)
 
@@ -729,20 +755,14 @@ def planned_fields(current, desired):
 
 
 def vcsim_after(current, changed):
-    """The allocation vcsim holds after a reconfigure of `changed`: it takes
-    a resource's allocation in the spec as the whole allocation, so the
-    members of a written resource that were not sent read back unset (real
-    vCenter keeps them); a resource not written keeps every member."""
-    after = dict(current)
+    """The allocation vcsim holds after the module's reconfigure of
+    `changed`: the module sends the whole allocation (as read, with the
+    changes) of a resource it writes, so every member is kept although vcsim
+    takes what is sent as the whole allocation; the number of a named shares
+    level is vSphere's own (read as None)."""
+    after = dict(current, **changed)
     for resource in rsv.RESOURCES:
-        if not any(field.startswith(resource + ".") for field in changed):
-            continue
-        for key in rsv.ALLOCATION_KEYS:
-            after["%s.%s" % (resource, key)] = changed.get("%s.%s" % (resource, key))
-        level = resource + ".shares_level"
-        if after[level] == "custom" and resource + ".shares" not in changed:
-            after[resource + ".shares"] = current[resource + ".shares"]
-        elif after[level] != "custom":
+        if after[resource + ".shares_level"] != "custom":
             after[resource + ".shares"] = None
     return after
 

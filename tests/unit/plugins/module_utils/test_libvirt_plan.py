@@ -109,6 +109,48 @@ def test_rethrottle_keeps_the_first_previous_values_and_same_cap_is_a_no_op():
     assert tighter["record_after"]["reason"] == "tighter"
 
 
+def test_the_record_owns_what_the_throttle_set_and_restore_leaves_a_value_it_never_set_as_someone_else_changed_it():
+    first = plan.plan_throttle(state(live=LIVE_DEFAULT, config=CONFIG_DEFAULT), plan.cap_values(2, cpus=1),
+                               ["live", "config"], {"reason": "first"})
+    assert first["record_after"]["owns"] == ["global_period", "global_quota"]
+    # Someone else raises the shares meanwhile, live and persistent.
+    live = dict(first["changes"]["live"]["after"], cpu_shares=4096)
+    config = dict(first["changes"]["config"]["after"], cpu_shares=4096)
+    throttled = state(live=live, config=config, record=first["record_after"])
+
+    # A tighter throttle keeps their shares, records them as they are, and owns the same keys.
+    tighter = plan.plan_throttle(throttled, plan.cap_values(2, cpus=0.5), ["live", "config"], {"reason": "tighter"})
+    assert tighter["changes"]["live"]["after"]["cpu_shares"] == 4096
+    assert tighter["changes"]["config"]["after"]["cpu_shares"] == 4096
+    assert tighter["record_after"]["previous"]["live"] == dict(LIVE_DEFAULT, cpu_shares=4096)
+    assert tighter["record_after"]["owns"] == ["global_period", "global_quota"]
+
+    restored = plan.plan_restore(throttled, ["live", "config"])
+    assert restored["changes"]["live"]["after"] == dict(LIVE_DEFAULT, cpu_shares=4096)
+    assert restored["changes"]["config"]["after"] == dict(CONFIG_DEFAULT, cpu_shares=4096)
+    assert restored["record_after"] is None
+
+
+def test_switching_scope_owns_both_and_restore_returns_both():
+    first = plan.plan_throttle(state(live=LIVE_DEFAULT), plan.cap_values(2, cpus=1), ["live"], {"reason": "x"})
+    after = first["changes"]["live"]["after"]
+    switched = plan.plan_throttle(state(live=after, record=first["record_after"]),
+                                  plan.cap_values(2, cpus=0.25, scope="vcpu"), ["live"], {"reason": "y"})
+    assert switched["changes"]["live"]["after"]["global_quota"] == plan.LIVE_UNSET["global_quota"]
+    # Live periods are 100000 already: only the quotas were set.
+    assert switched["record_after"]["owns"] == ["vcpu_quota", "global_quota"]
+    restored = plan.plan_restore(state(live=switched["changes"]["live"]["after"], record=switched["record_after"]),
+                                 ["live"])
+    assert restored["changes"]["live"]["after"] == LIVE_DEFAULT
+
+
+def test_a_record_without_owns_restores_all_it_recorded():
+    record = {"reason": "x", "previous": {"live": LIVE_DEFAULT}}
+    live = dict(LIVE_DEFAULT, global_quota=50000, cpu_shares=4096)
+    restored = plan.plan_restore(state(live=live, record=record), ["live"])
+    assert restored["changes"]["live"]["after"] == LIVE_DEFAULT
+
+
 def test_restoring_a_domain_never_throttled_changes_nothing():
     assert plan.plan_restore(state(live=LIVE_DEFAULT), ["live"]) == {
         "changes": {}, "record_before": None, "record_after": None}
@@ -143,7 +185,7 @@ def test_live_on_a_shut_off_domain_is_refused():
 
 def test_record_round_trips_through_domain_xml():
     record = {"reason": "INC-1 <noisy> & \"loud\"", "time": "2026-11-29T10:00:00Z", "by": "sre", "class": "shared",
-              "scope": "domain", "cpus": 2.0,
+              "scope": "domain", "cpus": 2.0, "owns": ["global_period", "global_quota"],
               "previous": {"live": LIVE_DEFAULT, "config": CONFIG_DEFAULT}}
     element = domain_xml.record_xml(record)
     xml = ("<domain><vcpu current='2'>4</vcpu><metadata>%s</metadata></domain>"
@@ -178,6 +220,8 @@ def domain_with_record(attributes, previous=""):
     ("cpus='1'", "<oc:previous target='config' vcpu_period='50'/>", "throttle.previous.config.vcpu_period"),
     ("cpus='1'", "<oc:previous target='config' cpu_shares='-3'/>", "throttle.previous.config.cpu_shares"),
     ("cpus='1'", "<oc:previous target='live' emulator_period='1.5'/>", "throttle.previous.live.emulator_period"),
+    ("cpus='1' owns='global_quota memory'", "", "throttle.owns"),
+    ("cpus='1' owns='%s'" % ("global_quota " * 20000), "", "throttle.owns"),
 ])
 def test_a_hand_edited_record_restore_could_not_write_back_is_refused_naming_its_field(attributes, previous, field):
     with pytest.raises(domain_xml.RecordError) as error:
