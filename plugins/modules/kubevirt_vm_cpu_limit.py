@@ -133,9 +133,29 @@ options:
       - The key prefix of the annotations and of the class label.
     type: str
     default: overcommit.control/
+  wait:
+    description:
+      - Wait until the node of each launcher pod the task resized (or found at the cap) runs its compute container
+        with the new limit, at most O(wait_timeout) seconds. A VMI whose node has not applied it by then fails,
+        saying what the node reported; the others are still reported as applied.
+      - Without it the task ends after the writes and reports the node's answer as it was then (C(node)), usually
+        V(pending) for a resize just written.
+      - Not in check mode, where nothing is resized.
+    type: bool
+    default: false
+    version_added: 0.2.0
+  wait_timeout:
+    description:
+      - How long O(wait) waits for the nodes, in seconds (1 to 3600).
+    type: int
+    default: 60
+    version_added: 0.2.0
 notes:
-  - The kubelet applies a resize asynchronously. When it cannot (yet), the pod's C(PodResizePending) condition says
-    why; the result shows it as C(resize_pending).
+  - The kubelet applies a resize asynchronously, on its next sync of the pod. Each VMI's result says what the node
+    answered (C(node)) - the limit its compute container runs with, as the pod's status reports it, and the
+    C(PodResizePending) (C(Deferred), C(Infeasible)) or C(PodResizeInProgress) condition - as V(applied),
+    V(pending) or V(refused). A node that refuses a resize (C(Infeasible)) fails that VMI; the desired cap stays, so
+    a reconcile applies it when the node can.
 """
 
 EXAMPLES = r"""
@@ -157,6 +177,15 @@ EXAMPLES = r"""
 - name: Keep the brake on after migrations and restarts - apply every desired cap again where it got lost
   overcommit.control.kubevirt_vm_cpu_limit:
     state: reconciled
+
+- name: Brake a VM and wait until its node runs it with the cap
+  overcommit.control.kubevirt_vm_cpu_limit:
+    namespace: tenant-a
+    names: [web-17]
+    cpus: 1
+    reason: INC-4211 noisy neighbour
+    wait: true
+    wait_timeout: 30
 
 - name: The incident is over
   overcommit.control.kubevirt_vm_cpu_limit:
@@ -209,6 +238,31 @@ vms:
     resize_pending:
       description: The pod's C(PodResizePending) condition (reason, message), when the kubelet reports one.
       type: dict
+    node:
+      description:
+        - What the launcher pod's node answered, last time it was asked (after the writes; with O(wait), until it
+          applied, refused or the wait ran out). Absent in check mode and for VMIs without a cap to apply.
+      type: dict
+      version_added: 0.2.0
+      contains:
+        status:
+          description:
+            - V(applied) - the compute container runs with the limit of the pod's spec.
+            - V(pending) - the node defers the resize (C(Deferred)), is applying it (C(PodResizeInProgress)), or has
+              not seen it yet.
+            - V(refused) - the node cannot apply it (C(Infeasible)); the VMI fails.
+            - V(not reported) - no node reports the container's resources (a kubelet older than in-place resize).
+          type: str
+          choices: [applied, pending, refused, not reported]
+        cpu_limit:
+          description: The compute CPU limit the container runs with, as the node reports it (null for none).
+          type: str
+        reason:
+          description: The reason of the node's C(PodResizePending) or C(PodResizeInProgress) condition.
+          type: str
+        message:
+          description: What the node said, or why the answer is pending.
+          type: str
   sample:
     - name: tenant-a/web-17
       changed: true
@@ -224,6 +278,7 @@ vms:
         vm_desired: "1"
       event: {type: Normal, reason: CPULimitApplied,
               note: "compute CPU limit of pod virt-launcher-web-17-x7k2p set to 1 (was no limit)"}
+      node: {status: applied, cpu_limit: "1", reason: null, message: null}
 summary:
   description: Names per outcome (changed, unchanged, skipped, failed with the reason), and a report of what was done.
   returned: always
@@ -234,10 +289,11 @@ summary:
         - One line per VMI, for people - the compute CPU limit now in force and what it replaced, or why it failed.
         - A limit at or above the VM's vCPUs brakes nothing and reads C(unlimited) with the limit (restore raises the
           limit there when the pod had none, as a limit cannot be removed). Prefixed "would be" in check mode.
+        - "Followed by the node's answer when it is V(applied) or V(pending), e.g. C((node: applied))."
       type: list
       elements: str
       sample:
-        - "tenant-a/web-17: 1 CPU, was unlimited"
+        - "tenant-a/web-17: 1 CPU, was unlimited (node: applied)"
         - "tenant-a/web-18: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1 CPU)"
         - "tenant-a/web-19: failed: VMI tenant-a/web-19 not found"
 """
@@ -268,6 +324,8 @@ def main():
             floor=dict(type="float", default=0.25),
             force=dict(type="bool", default=False),
             prefix=dict(type="str", default=DEFAULT_PREFIX),
+            wait=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=vmi_cpu_limit.DEFAULT_WAIT_TIMEOUT),
         ),
         failed={"vms": []},
         name_fields=("names",),

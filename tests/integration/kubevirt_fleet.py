@@ -105,13 +105,7 @@ class Fleet(object):
             # A Guaranteed VM's launcher is Guaranteed as a whole, its console log container included.
             console["requests"] = console["limits"]
         pod = self.core.create_namespaced_pod(NAMESPACE, {
-            "metadata": {
-                "generateName": "virt-launcher-%s-" % name,
-                "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmi_uid,
-                           "vm.kubevirt.io/name": name, "kubevirt.io/domain": name, RUN_LABEL: self.run},
-                "annotations": {"kubevirt.io/domain": name},
-                "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": name,
-                                     "uid": vmi_uid, "controller": True, "blockOwnerDeletion": True}]},
+            "metadata": self.launcher_metadata(name, vmi_uid),
             "spec": {"nodeName": node, "containers": [
                 {"name": "compute", "image": "quay.io/kubevirt/virt-launcher:v1.6.0", "resources": resources},
                 {"name": "guest-console-log", "image": "quay.io/kubevirt/virt-launcher:v1.6.0", "resources": console},
@@ -124,6 +118,15 @@ class Fleet(object):
             GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
             {"status": {"phase": "Running", "nodeName": node, "activePods": {pod.metadata.uid: node}}})
         return pod_name
+
+    def launcher_metadata(self, name, vmi_uid):
+        """A virt-launcher pod's metadata as KubeVirt writes it: labels, and the VMI as its owner."""
+        return {"generateName": "virt-launcher-%s-" % name,
+                "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmi_uid,
+                           "vm.kubevirt.io/name": name, "kubevirt.io/domain": name, RUN_LABEL: self.run},
+                "annotations": {"kubevirt.io/domain": name},
+                "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": name,
+                                     "uid": vmi_uid, "controller": True, "blockOwnerDeletion": True}]}
 
     def migrate(self, name, node="lab-node-b"):
         """What a live migration leaves: a new launcher pod on another node

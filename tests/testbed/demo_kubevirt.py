@@ -1,20 +1,31 @@
 """A running KubeVirt VM for the lab demo, shaped as KubeVirt creates it: a
 VirtualMachine, the VirtualMachineInstance it owns and its virt-launcher pod
-(labels, owners, node), marked Running. The lab has no KubeVirt controllers or
-kubelet, so this script stands in for them; `restart` does what a VM restart
-does: a new VMI (new uid, no annotations) and a new launcher pod.
+(labels, owners, node), on the lab's real node, whose kubelet runs the pod:
+its `compute` container burns one thread per vCPU, as a busy guest does. The
+lab has no KubeVirt controllers, so this script stands in for them (it marks
+the VMI Running with its pod); `restart` does what a VM restart does: a new
+VMI (new uid, no annotations) and a new launcher pod. `measure` prints the
+CPU the compute container used over a few seconds, from its cgroup, once the
+node runs it with the limit of the pod's spec.
 
-usage: demo_kubevirt.py up|restart|down KUBECONFIG [NAME]
+usage: demo_kubevirt.py up|restart|measure|down KUBECONFIG [NAME]
 """
 
+import glob
+import os
 import sys
+import time
 
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 NAMESPACE = "lab"
-NODE = "lab-node-c"
-DOMAIN = {"cpu": {"cores": 4}, "memory": {"guest": "2Gi"}, "devices": {}}
+NODE = os.environ.get("OVERCOMMIT_LAB_NODE", "oc-lab-node")
+IMAGE = os.environ.get("OVERCOMMIT_LAB_NODE_IMAGE", "overcommit.test/spinner:lab")
+TAINT = os.environ.get("OVERCOMMIT_LAB_NODE_TAINT", "overcommit.test/lab-node")
+VCPUS = 2
+DOMAIN = {"cpu": {"cores": VCPUS}, "memory": {"guest": "2Gi"}, "devices": {}}
+SECONDS = 3.0
 
 
 def up(api_client, name):
@@ -46,15 +57,69 @@ def start(api_client, name, vm_uid):
             "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": name,
                                  "uid": uid, "controller": True, "blockOwnerDeletion": True}],
         },
-        "spec": {"nodeName": NODE, "containers": [{
-            "name": "compute", "image": "quay.io/kubevirt/virt-launcher:v1.6.0",
-            "resources": {"requests": {"cpu": "400m", "memory": "2300Mi"}}}]},
+        "spec": {"nodeName": NODE, "hostNetwork": True, "automountServiceAccountToken": False,
+                 "terminationGracePeriodSeconds": 1,
+                 "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+                 "containers": [{
+                     "name": "compute", "image": IMAGE, "imagePullPolicy": "Never",
+                     "command": ["/spinner", "spin", str(VCPUS)],
+                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
     })
-    core.patch_namespaced_pod_status(pod.metadata.name, NAMESPACE, {"status": {"phase": "Running"}})
+    deadline = time.monotonic() + 60
+    while core.read_namespaced_pod(pod.metadata.name, NAMESPACE).status.phase != "Running":
+        if time.monotonic() > deadline:
+            sys.exit("pod %s is not running on %s after 60 s" % (pod.metadata.name, NODE))
+        time.sleep(0.5)
     custom.patch_namespaced_custom_object_status(
         "kubevirt.io", "v1", NAMESPACE, "virtualmachineinstances", name,
         {"status": {"phase": "Running", "nodeName": NODE, "activePods": {pod.metadata.uid: NODE}}})
     print("VM %s/%s runs as VMI uid %s in pod %s on %s" % (NAMESPACE, name, uid, pod.metadata.name, NODE))
+
+
+def launcher(core, name):
+    pods = [p for p in core.list_namespaced_pod(NAMESPACE, label_selector="vm.kubevirt.io/name=%s" % name).items
+            if not p.metadata.deletion_timestamp]
+    if not pods:
+        sys.exit("VM %s/%s has no launcher pod" % (NAMESPACE, name))
+    return pods[0]
+
+
+def cpu_seconds(pod, status):
+    """CPU time of the container's cgroup (cgroup v1 cpuacct.usage, or v2 cpu.stat)."""
+    container_id = status.container_id.split("://", 1)[1]
+    for base in ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"):
+        for folder in glob.glob(os.path.join(base, "kubepods*", "**", "pod" + pod.metadata.uid, container_id),
+                                recursive=True):
+            if os.path.exists(os.path.join(folder, "cpuacct.usage")):
+                with open(os.path.join(folder, "cpuacct.usage")) as handle:
+                    return int(handle.read()) / 1e9
+            with open(os.path.join(folder, "cpu.stat")) as handle:
+                return int(dict(line.split() for line in handle if line.strip())["usage_usec"]) / 1e6
+    sys.exit("no cgroup of container %s of pod %s" % (container_id, pod.metadata.name))
+
+
+def measure(api_client, name):
+    """Prints the CPU the VM's compute container uses, once its node runs it
+    with the limit of the pod's spec (a resize is applied on the kubelet's
+    next sync of the pod)."""
+    core = client.CoreV1Api(api_client)
+    deadline = time.monotonic() + 60
+    while True:
+        pod = launcher(core, name)
+        wanted = ((pod.spec.containers[0].resources.limits or {}).get("cpu"))
+        status = next(s for s in pod.status.container_statuses or [] if s.name == "compute")
+        running = ((status.resources and status.resources.limits) or {}).get("cpu")
+        if running == wanted:
+            break
+        if time.monotonic() > deadline:
+            sys.exit("the node runs %s with a CPU limit of %s, not %s, after 60 s"
+                     % (pod.metadata.name, running, wanted))
+        time.sleep(0.5)
+    used, at = cpu_seconds(pod, status), time.monotonic()
+    time.sleep(SECONDS)
+    rate = (cpu_seconds(pod, status) - used) / (time.monotonic() - at)
+    print("VM %s/%s (%d vCPUs) used %.2f CPU over %g s, measured in its compute container's cgroup on %s; "
+          "the node runs it with a CPU limit of %s" % (NAMESPACE, name, VCPUS, rate, SECONDS, NODE, running or "none"))
 
 
 def stop(api_client, name):
@@ -93,6 +158,9 @@ def main():
     api_client = config.new_client_from_config(config_file=kubeconfig)
     if action == "restart":
         restart(api_client, name)
+        return
+    if action == "measure":
+        measure(api_client, name)
         return
     down(api_client, name)
     if action == "up":

@@ -7,11 +7,16 @@ and one of the VirtualMachines' metadata for the whole task; then per VMI
 its state is read (cpu_limit_state), the change planned (cpu_limit_plan) and
 written here - the desired cap on the VMI and its VM, the resize of its
 launcher pod, the applied record - and announced by an Event. One VMI
-failing is reported (and announced by a Warning Event) and the others go on."""
+failing is reported (and announced by a Warning Event) and the others go on.
+Last, each launcher pod's node is asked whether it applied the limit
+(cpu_limit_state.node_answer), and with `wait` asked again until it has, it
+refused, or the time is up; a refusal or a wait that ran out fails that VMI."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, vmi_cpu_limit as brake
@@ -24,6 +29,9 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt im
 ACTIONS = {"throttle": ("Throttle", "CPULimitApplied"), "reconcile": ("Reconcile", "CPULimitApplied"),
            "restore": ("Restore", "CPULimitRestored")}
 STATE_ACTIONS = {brake.THROTTLED: "Throttle", brake.RESTORED: "Restore", brake.RECONCILED: "Reconcile"}
+# How often a wait asks the nodes again; the kubelet applies a resize on its
+# next sync of the pod, within seconds.
+WAIT_INTERVAL = 1.0
 
 
 def pods_path(namespace=None):
@@ -31,14 +39,19 @@ def pods_path(namespace=None):
 
 
 class CpuLimitRunner(object):
-    """One task. clock() -> (RFC 3339 seconds, RFC 3339 microseconds) of now."""
+    """One task. clock() -> (RFC 3339 seconds, RFC 3339 microseconds) of now;
+    sleep and monotonic time the wait for the nodes."""
 
-    def __init__(self, client, request, record_fields, clock, instance):
+    def __init__(self, client, request, record_fields, clock, instance, sleep=time.sleep, monotonic=time.monotonic):
         self.client = client
         self.request = request
         self.record_fields = record_fields
         self.clock = clock
         self.instance = instance
+        self.sleep = sleep
+        self.monotonic = monotonic
+        # (result, view, launcher pod as last read) of each VMI whose node is asked.
+        self.asked = []
 
     def select(self, namespace, names, label_selector):
         """(target keys namespace/name in order; key -> VMI)."""
@@ -95,7 +108,58 @@ class CpuLimitRunner(object):
             vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
             view = limit_state.vmi_view(vmis[key], self.request["keys"], vm)
             results.append(self.handle(view, vmis[key], vm, pods.get(view["uid"]) or []))
+        self.ask_nodes()
         return results
+
+    def ask_nodes(self):
+        """Each asked VMI's node answer (result `node`); with `wait`, asked
+        again until every node applied or refused, or wait_timeout is up."""
+        if self.client.dry_run:
+            return
+        waiting = []
+        for result, view, pod in self.asked:
+            if self.answer(result, view, pod) and self.request.get("wait"):
+                waiting.append((result, view, pod))
+        deadline = self.monotonic() + (self.request.get("wait_timeout") or 0)
+        while waiting and self.monotonic() < deadline:
+            self.sleep(min(WAIT_INTERVAL, max(0.0, deadline - self.monotonic())))
+            still = []
+            for result, view, pod in waiting:
+                try:
+                    fresh = self.client.get("%s/%s" % (pods_path(view["namespace"]), pod["metadata"]["name"]))
+                except K8sClientError as exc:
+                    self.fail(result, view, pod, "cannot read launcher pod %s while waiting for its node: %s"
+                              % (pod["metadata"]["name"], exc))
+                    continue
+                if self.answer(result, view, fresh):
+                    still.append((result, view, fresh))
+            waiting = still
+        for result, view, pod in waiting:
+            node = result["node"]
+            self.fail(result, view, pod, "the node of pod %s has not applied the compute CPU limit after %gs (%s)" % (
+                pod["metadata"]["name"], self.request["wait_timeout"], limit_state.node_text(node)))
+
+    def answer(self, result, view, pod):
+        """Records the node's answer on the result; True while it may still
+        come (pending, not reported). A refusal fails the VMI."""
+        node = limit_state.node_answer(pod)
+        result["node"] = node
+        pending = limit_state.pod_view(pod)["resize_pending"]
+        if pending:
+            result["resize_pending"] = pending
+        else:
+            result.pop("resize_pending", None)
+        if node["status"] == limit_state.NODE_REFUSED:
+            self.fail(result, view, pod, "the node of pod %s refused the compute CPU limit: %s" % (
+                pod["metadata"]["name"], limit_state.node_said(node) or "no reason given"))
+            return False
+        return node["status"] in (limit_state.NODE_PENDING, limit_state.NODE_UNREPORTED)
+
+    def fail(self, result, view, pod, msg):
+        """A VMI whose cap the node did not apply: failed, with a Warning Event."""
+        action = STATE_ACTIONS[self.request["state"]]
+        result.update(failed=True, msg=msg)
+        result["event"] = self.emit(view, pod, "Warning", "CPULimitFailed", action, msg)
 
     def not_running(self, key, vm):
         """A name without a VMI. Restore still lifts the cap its VirtualMachine
@@ -165,10 +229,11 @@ class CpuLimitRunner(object):
             return result
         after = brake.after_view(before, view, pod, cpus, self.request, changes["desire"], changes["applied"],
                                  changes["kept"])
+        written_pod = changes.pop("pod")
         result.update(changed=any(changes.values()),
                       before=before, after=after, pod=before["pod"])
-        if pod is not None and limit_state.pod_view(pod)["resize_pending"]:
-            result["resize_pending"] = limit_state.pod_view(pod)["resize_pending"]
+        if written_pod is not None:
+            self.asked.append((result, view, written_pod))
         if changes["resized"] or (action == "restore" and result["changed"]):
             action_name, reason = ACTIONS[action]
             note = self._note(view, before, after, action)
@@ -194,7 +259,7 @@ class CpuLimitRunner(object):
         before the desire goes (from the VM, then the VMI)."""
         namespace, name, keys = view["namespace"], view["vmi"], self.request["keys"]
         vmi_path = namespaced_path(namespace, "virtualmachineinstances", name)
-        changes = {"desire": None, "kept": None, "resized": None, "applied": None}
+        changes = {"desire": None, "kept": None, "resized": None, "applied": None, "pod": None}
         current_vmi = vmi
         if action != "restore":
             def plan_desire(obj):
@@ -214,8 +279,9 @@ class CpuLimitRunner(object):
 
             def plan_resize(obj):
                 return limit_plan.resize_patch(obj, cpus)
-            _pod, changes["resized"], _conflicts = self.client.read_modify_write(
-                pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH)
+            changes["pod"], changes["resized"], _conflicts = self.client.read_modify_write(
+                pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH,
+                written=True)
         if action == "restore" and view["vm"] is not None:
             changes["kept"] = self.keep_on_vm(view, vm, None, None)
 

@@ -4,8 +4,9 @@
 """Reading the KubeVirt CPU brake's state: what a VirtualMachineInstance,
 its VirtualMachine and its virt-launcher pod say (the desired cap, the
 typed throttle and applied records, the vCPUs, the class, the running
-launcher pod and its compute CPU limit and QoS class). Pure: the API's JSON
-in, views out; LimitRefusal when there is no pod to act on."""
+launcher pod and its compute CPU limit and QoS class), and the node's answer
+to a resize (node_answer). Pure: the API's JSON in, views out; LimitRefusal
+when there is no pod to act on."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -22,6 +23,10 @@ CREATED_BY = "kubevirt.io/created-by"
 # Resources that decide a pod's QoS class (Kubernetes' GetPodQOS).
 QOS_RESOURCES = ("cpu", "memory")
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
+# The node's answer to a resize: the kubelet reports the resources a container
+# runs with in its status, and a resize it has not applied in two conditions.
+NODE_APPLIED, NODE_PENDING, NODE_REFUSED, NODE_UNREPORTED = "applied", "pending", "refused", "not reported"
+RESIZE_PENDING, RESIZE_IN_PROGRESS, INFEASIBLE = "PodResizePending", "PodResizeInProgress", "Infeasible"
 
 
 class LimitRefusal(Exception):
@@ -137,11 +142,73 @@ def compute_container(pod):
     return None
 
 
+def compute_status(pod):
+    """The compute container's status, as the node reports it (None: none)."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == COMPUTE:
+            return status
+    return None
+
+
+def _condition(pod, kind):
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind and condition.get("status", "True") == "True":
+            return condition
+    return None
+
+
+def _cpu_limit(resources):
+    return ((resources or {}).get("limits") or {}).get("cpu")
+
+
+def node_answer(pod):
+    """What the launcher pod's node says of its compute container's CPU
+    limit: `applied` when the container runs with the limit of the pod's
+    spec; `pending` while the kubelet defers the resize, applies it, or has
+    not seen it yet; `refused` when it finds it infeasible; `not reported`
+    when no node reports the container's resources (a kubelet without
+    in-place resize, or none). With the limit it runs with (`cpu_limit`) and
+    the node's reason and message."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    wanted = _cpu_limit((compute_container(pod) or {}).get("resources"))
+    container = compute_status(pod)
+    resources = (container or {}).get("resources")
+    answer = {"status": NODE_APPLIED, "cpu_limit": _cpu_limit(resources), "reason": None, "message": None}
+    pending, progress = _condition(pod, RESIZE_PENDING), _condition(pod, RESIZE_IN_PROGRESS)
+    for condition in (progress, pending):
+        if condition is not None:
+            answer.update(reason=condition.get("reason") or condition["type"], message=condition.get("message"))
+    generation, observed = meta.get("generation"), status.get("observedGeneration")
+    if pending is not None and pending.get("reason") == INFEASIBLE:
+        answer["status"] = NODE_REFUSED
+    elif pending is not None or progress is not None:
+        answer["status"] = NODE_PENDING
+    elif resources is None:
+        answer.update(status=NODE_UNREPORTED, message="no node reports the resources of the %s container" % COMPUTE)
+    elif generation is not None and observed is not None and observed < generation:
+        answer.update(status=NODE_PENDING, message="the node has not seen the pod's generation %s yet" % generation)
+    elif not quantity.same_cpu(wanted, answer["cpu_limit"]):
+        answer.update(status=NODE_PENDING, message="the container runs with a CPU limit of %s, not %s" % (
+            answer["cpu_limit"] or "none", wanted or "none"))
+    return answer
+
+
+def node_said(node):
+    """The node's reason and message ("" when it gave none)."""
+    return ": ".join(part for part in (node.get("reason"), node.get("message")) if part)
+
+
+def node_text(node):
+    """A node answer as people read it: its status, then what the node said."""
+    said = node_said(node)
+    return "%s: %s" % (node["status"], said) if said else node["status"]
+
+
 def pod_view(pod):
     """The launcher pod's compute CPU, QoS class and any pending resize."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     resources = (compute_container(pod) or {}).get("resources") or {}
-    pending = [c for c in status.get("conditions") or [] if c.get("type") == "PodResizePending"]
+    pending = [c for c in status.get("conditions") or [] if c.get("type") == RESIZE_PENDING]
     return {
         "name": meta.get("name"),
         "uid": meta.get("uid"),

@@ -31,7 +31,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu impo
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata, quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
     AppliedRecord, ThrottleRecord, shown)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_state import pod_view
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_state import (
+    NODE_APPLIED, NODE_PENDING, node_text, pod_view)
 
 THROTTLED, RESTORED, RECONCILED = "throttled", "restored", "reconciled"
 STATES = (THROTTLED, RESTORED, RECONCILED)
@@ -40,6 +41,8 @@ DESIRED, APPLIED, RECORD, CLASS_LABEL = "cpu-limit", "cpu-limit-applied", "cpu-l
 LEAST_CPUS = 0.001
 REPORTING_CONTROLLER = "overcommit.control/kubevirt_vm_cpu_limit"
 NOTE_LIMIT = events.NOTE_LIMIT
+# How long option `wait` waits by default, and at most, for the nodes.
+DEFAULT_WAIT_TIMEOUT, LONGEST_WAIT = 60, 3600
 
 
 def check_request(params):
@@ -67,10 +70,14 @@ def check_request(params):
         raise ValueRangeError("headroom", params["headroom"], "0 or more CPUs above the vCPU count")
     if not 0 <= params["floor"] <= 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
+    wait_timeout = params.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)
+    if wait_timeout is None or not 0 < wait_timeout <= LONGEST_WAIT:
+        raise ValueRangeError("wait_timeout", wait_timeout, "1..%d seconds" % LONGEST_WAIT)
     prefix = metadata.check_prefix(params["prefix"])
     return {"expected": plans.check_expected("expected", params.get("expected"), "kubevirt_vm_cpu_info"),
             "state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
             "force": bool(params.get("force")), "prefix": prefix,
+            "wait": bool(params.get("wait")), "wait_timeout": wait_timeout,
             "keys": {"desired": prefix + DESIRED, "applied": prefix + APPLIED, "record": prefix + RECORD,
                      "class": prefix + CLASS_LABEL}}
 
@@ -146,6 +153,8 @@ def report_line(result, state, check_mode=False):
     vcpus = result.get("vcpus")
     line = fleet.cap_line(result, restore, limit_text(after.get("compute_cpu_limit"), vcpus),
                           limit_text(before.get("compute_cpu_limit"), vcpus), check_mode)
-    if result.get("resize_pending"):
-        line += " (resize pending: %s)" % (result["resize_pending"].get("reason") or "no reason given")
+    node = result.get("node") or {}
+    if node.get("status") in (NODE_APPLIED, NODE_PENDING):
+        # What the node runs with: a resize is applied by the kubelet, later.
+        line += " (node: %s)" % node_text(node)
     return line

@@ -304,8 +304,14 @@ def test_report_lines_give_the_limit_in_force_and_what_it_replaced():
         "lab/web-1: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1 CPU)"
     assert brake.report_line(result("2", "3"), "restored") == "lab/web-1: restored to 3 CPU (was 2 CPU)"
     assert brake.report_line(result(None, "1"), "throttled", check_mode=True) == "lab/web-1: would be 1 CPU, was unlimited"
-    pending = result(None, "1", resize_pending={"reason": "Deferred"})
-    assert brake.report_line(pending, "throttled") == "lab/web-1: 1 CPU, was unlimited (resize pending: Deferred)"
+    pending = result(None, "1", node={"status": "pending", "cpu_limit": None, "reason": "Deferred",
+                                      "message": "Node didn't have enough resource: cpu"})
+    assert brake.report_line(pending, "throttled") == \
+        "lab/web-1: 1 CPU, was unlimited (node: pending: Deferred: Node didn't have enough resource: cpu)"
+    applied = result("1", "1", changed=False, node={"status": "applied", "cpu_limit": "1"})
+    assert brake.report_line(applied, "throttled") == "lab/web-1: 1 CPU, unchanged (node: applied)"
+    unreported = result(None, "1", node={"status": "not reported", "cpu_limit": None})
+    assert brake.report_line(unreported, "throttled") == "lab/web-1: 1 CPU, was unlimited"
     failed = {"name": "lab/web-2", "changed": False, "failed": True, "msg": "VMI lab/web-2 not found"}
     assert brake.report_line(failed, "throttled") == "lab/web-2: failed: VMI lab/web-2 not found"
 
