@@ -50,9 +50,10 @@ def release_level(baseline_cpus, vcpus, burst_minutes):
     return min(bank_cap(baseline_cpus), max(0.0, vcpus - baseline_cpus) * burst_minutes)
 
 
-def check_baseline(field, baseline_cpus, vcpus):
+def check_baseline(field, baseline_cpus, vcpus, whose="the VM's"):
     """A burstable baseline must be above 0 and under the VM's vCPUs (at
-    its vCPUs it is not burstable, it is a shared VM with no cap)."""
+    its vCPUs it is not burstable, it is a shared VM with no cap); `whose`
+    says whose vCPUs they are in the error (a class's, for an instancetype)."""
     if baseline_cpus is None or not 0 < baseline_cpus < vcpus:
-        raise ValueRangeError(field, baseline_cpus, "a number of CPUs above 0 and under the VM's %s vCPUs" % vcpus)
+        raise ValueRangeError(field, baseline_cpus, "a number of CPUs above 0 and under %s %s vCPUs" % (whose, vcpus))
     return float(baseline_cpus)

@@ -95,7 +95,7 @@ def _check_definition(index, definition, max_percent):
         if isinstance(baseline, bool) or not isinstance(baseline, (int, float)):
             raise ValueRangeError(where + ".baseline_cpus", baseline, "a number of CPUs above 0 and under the "
                                                                       "class's %d vCPUs (required for burstable)" % cpus)
-        baseline = credits.check_baseline(where + ".baseline_cpus", baseline, cpus)
+        baseline = credits.check_baseline(where + ".baseline_cpus", baseline, cpus, whose="the class's")
     elif baseline is not None:
         raise ValueRangeError(where + ".baseline_cpus", baseline, "only for a burstable class (this one is %s)" % cls)
     return {"name": name, "class": cls, "cpus": cpus, "memory": guest, "memory_text": str(definition["memory"]),

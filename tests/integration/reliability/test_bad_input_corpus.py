@@ -14,6 +14,7 @@ remove it afterwards."""
 import json
 import os
 import re
+import uuid
 
 import libvirt
 import pytest
@@ -62,6 +63,15 @@ def brake(case_id, args, field, **kwargs):
 def resources(case_id, args, field, **kwargs):
     return Case(case_id, "vm", field, "kubevirt_vm_resources", dict({"namespace": "lab", "names": ["{vm}"]}, **args),
                 **kwargs)
+
+
+# A valid class definition; each kubevirt_instancetype case breaks one field of it.
+PRODUCT = {"name": "{instancetype}", "class": "shared", "cpus": 2, "memory": "2Gi"}
+
+
+def product(case_id, changes, field, **kwargs):
+    return Case(case_id, "instancetypes", "classes[{instancetype}].%s" % field, "kubevirt_instancetype",
+                {"classes": [dict(PRODUCT, **changes)]}, **kwargs)
 
 
 def kubevirt(case_id, args, field, **kwargs):
@@ -198,6 +208,23 @@ CASES = [
     resources("resources-name", {"names": ["{vm}", " {vm}"], "vm_class": "shared"}, "names"),
     resources("resources-selector-matches-nothing", {"names": [], "label_selector": "overcommit.test/none=nothing",
                                                      "vm_class": "shared"}, "label_selector"),
+    resources("resources-instancetype-and-template", {"instancetype": "shared-2c4g", "cpu_limit": "1"}, "cpu_limit",
+              allowed=("instancetype",)),
+    resources("resources-preference-alone", {"preference": "shared-2c4g"}, "preference", allowed=("instancetype",)),
+    resources("resources-instancetype-missing", {"instancetype": "oc-corpus-no-such-instancetype"},
+              "oc-corpus-no-such-instancetype"),
+    # kubevirt_instancetype
+    product("instancetype-dedicated-overcommit", {"class": "dedicated", "memory_overcommit_percent": 10},
+            "memory_overcommit_percent", allowed=("dedicated",)),
+    product("instancetype-overcommit-beyond-rules", {"memory_overcommit_percent": 80}, "memory_overcommit_percent",
+            allowed=("at most 50",)),
+    product("instancetype-burstable-baseline", {"class": "burstable", "baseline_cpus": 2}, "baseline_cpus",
+            allowed=("under the class's 2 vCPUs",)),
+    product("instancetype-baseline-not-burstable", {"baseline_cpus": 0.5}, "baseline_cpus"),
+    product("instancetype-memory-text", {"memory": "2 GB"}, "memory", allowed=("4Gi",)),
+    product("instancetype-cpus", {"cpus": 0}, "cpus", allowed=("1-512",)),
+    Case("instancetype-max-overcommit", "instancetypes", "max_memory_overcommit_percent", "kubevirt_instancetype",
+         {"classes": [dict(PRODUCT)], "max_memory_overcommit_percent": 100}),
     # kubevirt_vm_cpu_limit
     brake("brake-cpus-text", {"cpus": "1 CPU"}, "cpus", allowed=("500m",)),
     brake("brake-cpus-zero", {"cpus": "0"}, "cpus"),
@@ -215,6 +242,8 @@ CASES = [
           plant=("vmi", {VMI_DESIRED: "1", VMI_RECORD: "{previous: 2"})),
     brake("brake-throttle-record-not-a-mapping", {"cpus": "1"}, VMI_RECORD,
           plant=("vmi", {VMI_DESIRED: "1", VMI_RECORD: "[1, 2]"})),
+    brake("brake-wait-timeout", {"cpus": "1", "wait": True, "wait_timeout": 0}, "wait_timeout",
+          allowed=("1..3600 seconds",)),
     # kubevirt_vm_cpu_info and kubevirt_policy_state
     Case("vm-cpu-info-window", "vmi", "usage_window", "kubevirt_vm_cpu_info",
          {"namespace": "lab", "names": ["{vmi}"], "usage_window": 0}),
@@ -284,6 +313,12 @@ CASES = [
          allowed=("dedicated, shared, burstable",)),
     Case("role-rollout-wave-ratio", "cr", "rollout_wave_kubevirt_config", role="rollout_wave",
          variables={"rollout_wave_kubevirt_config": {"namespace": "lab", "name": "{cr}", "cpu_allocation_ratio": "many"}}),
+    Case("role-vm-classes-class", "instancetypes", "vm_classes_definitions", role="vm_classes",
+         variables={"vm_classes_definitions": [dict(PRODUCT, **{"class": "gold"})]}, allowed=("burstable",)),
+    Case("role-vm-classes-state", "instancetypes", "vm_classes_state", role="vm_classes",
+         variables={"vm_classes_definitions": [PRODUCT], "vm_classes_state": "gone"}, allowed=("present, absent",)),
+    Case("role-vm-classes-domains", "domain", "vm_classes_libvirt_domains", role="vm_classes",
+         variables={"vm_classes_libvirt_domains": ["{domain}"]}),
     Case("role-closed-loop-mode", "nodes", "closed_loop_mode", role="closed_loop", entry="decide",
          variables={"closed_loop_mode": "yolo"}, allowed=("act, dry_run",)),
 ]
@@ -341,6 +376,23 @@ class Targets(object):
 
     def read_vm(self):
         return self.vms.read(self.names["vm"])
+
+    def make_instancetypes(self):
+        self.names["instancetype"] = "oc-corpus-%s" % uuid.uuid4().hex[:8]
+
+    def read_instancetypes(self):
+        from kubernetes import client
+        custom = client.CustomObjectsApi(self.fixture("kube_admin"))
+        found = {}
+        for plural in ("virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences"):
+            try:
+                found[plural] = custom.get_cluster_custom_object("instancetype.kubevirt.io", "v1beta1", plural,
+                                                                 self.names["instancetype"])
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+                found[plural] = None
+        return found
 
     def make_cr(self):
         self.cr = self.fixture("kubevirt_cr")
@@ -441,7 +493,7 @@ class _Reset(object):
 def messages(result):
     """The task's message and every per-object message of its result."""
     texts = [result.get("msg") or ""]
-    for key in ("domains", "nodes", "vms"):
+    for key in ("domains", "nodes", "vms", "classes"):
         for entry in result.get(key) or []:
             if isinstance(entry, dict) and entry.get("msg"):
                 texts.append(entry["msg"])
