@@ -108,12 +108,13 @@ class CpuLimitRunner(object):
             vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
             view = limit_state.vmi_view(vmis[key], self.request["keys"], vm)
             results.append(self.handle(view, vmis[key], vm, pods.get(view["uid"]) or []))
-        self.ask_nodes()
+        self.ask_nodes(namespace)
         return results
 
-    def ask_nodes(self):
+    def ask_nodes(self, namespace):
         """Each asked VMI's node answer (result `node`); with `wait`, asked
-        again until every node applied or refused, or wait_timeout is up."""
+        again - one list of the launcher pods per round, whatever the number
+        of VMIs - until every node applied or refused, or wait_timeout is up."""
         if self.client.dry_run:
             return
         waiting = []
@@ -123,16 +124,22 @@ class CpuLimitRunner(object):
         deadline = self.monotonic() + (self.request.get("wait_timeout") or 0)
         while waiting and self.monotonic() < deadline:
             self.sleep(min(WAIT_INTERVAL, max(0.0, deadline - self.monotonic())))
-            still = []
-            for result, view, pod in waiting:
-                try:
-                    fresh = self.client.get("%s/%s" % (pods_path(view["namespace"]), pod["metadata"]["name"]))
-                except K8sClientError as exc:
+            try:
+                fresh = dict(((pod["metadata"].get("namespace"), pod["metadata"]["name"]), pod)
+                             for pod in self.client.list(pods_path(namespace), limit_state.LAUNCHER_SELECTOR))
+            except K8sClientError as exc:
+                for result, view, pod in waiting:
                     self.fail(result, view, pod, "cannot read launcher pod %s while waiting for its node: %s"
                               % (pod["metadata"]["name"], exc))
-                    continue
-                if self.answer(result, view, fresh):
-                    still.append((result, view, fresh))
+                return
+            still = []
+            for result, view, pod in waiting:
+                now = fresh.get((view["namespace"], pod["metadata"]["name"]))
+                if now is None:
+                    self.fail(result, view, pod, "launcher pod %s is gone while waiting for its node"
+                              % pod["metadata"]["name"])
+                elif self.answer(result, view, now):
+                    still.append((result, view, now))
             waiting = still
         for result, view, pod in waiting:
             node = result["node"]

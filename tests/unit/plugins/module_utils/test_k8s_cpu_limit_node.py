@@ -85,8 +85,9 @@ def test_wait_timeout_is_checked_naming_the_field():
 
 
 class NodeDouble(object):
-    """The API as the runner's wait sees it: each GET of the pod returns the
-    next of `answers` (the last one from then on); Events are recorded."""
+    """The API as the runner's wait sees it: each list of the launcher pods
+    returns the next of `answers` (the last one from then on), each a pod or
+    a list of pods; Events are recorded."""
 
     def __init__(self, answers, dry_run=False, fail_get=False):
         self.answers = list(answers)
@@ -94,11 +95,12 @@ class NodeDouble(object):
         self.fail_get = fail_get
         self.gets, self.events = 0, []
 
-    def get(self, path):
+    def list(self, path, label_selector=None):
         self.gets += 1
         if self.fail_get:
             raise K8sClientError("GET %s: connection refused" % path)
-        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return answer if isinstance(answer, list) else [answer]
 
     def create(self, path, body):
         self.events.append((body["type"], body["reason"], body["note"]))
@@ -132,7 +134,7 @@ def test_wait_asks_the_node_again_until_it_applied_the_limit():
     client = NodeDouble([pod("600m", running="2"), pod("600m", running="600m")])
     made, clock, view, result = runner(client)
     made.asked.append((result, view, pod("600m", running="2", generation=3, observed=2)))
-    made.ask_nodes()
+    made.ask_nodes("lab")
     assert result["node"]["status"] == "applied" and not result.get("failed"), result
     assert client.gets == 2 and clock.now == 2.0 and client.events == []
 
@@ -141,7 +143,7 @@ def test_without_wait_the_answer_is_the_node_s_at_the_end_of_the_task():
     client = NodeDouble([pod("600m", running="600m")])
     made, clock, view, result = runner(client, wait=False)
     made.asked.append((result, view, pod("600m", running="2", generation=3, observed=2)))
-    made.ask_nodes()
+    made.ask_nodes("lab")
     assert result["node"]["status"] == "pending" and not result.get("failed"), result
     assert client.gets == 0 and clock.now == 0.0
 
@@ -152,7 +154,7 @@ def test_a_refusal_fails_the_vm_with_a_warning_event_and_ends_its_wait():
     client = NodeDouble([infeasible])
     made, clock, view, result = runner(client)
     made.asked.append((result, view, pod("600m", running="2", generation=3, observed=2)))
-    made.ask_nodes()
+    made.ask_nodes("lab")
     assert result["failed"] and result["node"]["status"] == "refused", result
     assert result["msg"] == ("the node of pod virt-launcher-web-1-x refused the compute CPU limit: "
                              "Infeasible: Node didn't have enough capacity: cpu")
@@ -167,7 +169,7 @@ def test_a_wait_that_runs_out_fails_the_vm_saying_what_the_node_said_last():
     client = NodeDouble([deferred])
     made, clock, view, result = runner(client, wait_timeout=5)
     made.asked.append((result, view, deferred))
-    made.ask_nodes()
+    made.ask_nodes("lab")
     assert result["failed"] and clock.now == 5.0, result
     assert result["msg"] == ("the node of pod virt-launcher-web-1-x has not applied the compute CPU limit after 5s "
                              "(pending: Deferred: Node didn't have enough resource: cpu)")
@@ -180,14 +182,32 @@ def test_a_pod_that_cannot_be_read_while_waiting_fails_that_vm_only():
     other = {"name": "lab/web-2", "changed": True}
     made.asked.append((result, view, pod("600m", running="2")))
     made.asked.append((other, dict(view, vmi="web-2", name="lab/web-2"), pod("600m", running="600m")))
-    made.ask_nodes()
+    made.ask_nodes("lab")
     assert result["failed"] and "while waiting for its node: GET" in result["msg"], result
     assert other["node"]["status"] == "applied" and not other.get("failed")
+
+
+def test_a_wait_for_many_vms_lists_their_pods_once_a_round_and_a_pod_gone_fails_its_vm():
+    named = [dict(pod("600m", running="2"), metadata=dict(pod()["metadata"], name="virt-launcher-web-%d-x" % index))
+             for index in range(3)]
+    applied = [dict(item, status=pod("600m", running="600m")["status"]) for item in named[:2]]
+    client = NodeDouble([named, applied])
+    made, clock, view, _result = runner(client)
+    results = []
+    for index, launcher in enumerate(named):
+        results.append({"name": "lab/web-%d" % index, "changed": True})
+        made.asked.append((results[-1], dict(view, vmi="web-%d" % index, name="lab/web-%d" % index), launcher))
+    made.ask_nodes("lab")
+    # Round one: all three still pending; round two: two applied, the third pod gone.
+    assert client.gets == 2 and clock.now == 2.0
+    assert [r["node"]["status"] for r in results[:2]] == ["applied", "applied"]
+    assert not any(r.get("failed") for r in results[:2])
+    assert results[2]["failed"] and results[2]["msg"] == "launcher pod virt-launcher-web-2-x is gone while waiting for its node"
 
 
 def test_check_mode_asks_no_node():
     client = NodeDouble([pod("600m", running="2")], dry_run=True)
     made, clock, view, result = runner(client)
     made.asked.append((result, view, pod("600m", running="2")))
-    made.ask_nodes()
+    made.ask_nodes("lab")
     assert "node" not in result and client.gets == 0
