@@ -11,13 +11,14 @@ node runs it with the limit of the pod's spec.
 usage: demo_kubevirt.py up|restart|measure|down KUBECONFIG [NAME]
 """
 
-import glob
 import os
 import sys
 import time
 
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
+
+import pod_cgroup
 
 NAMESPACE = "lab"
 NODE = os.environ.get("OVERCOMMIT_LAB_NODE", "oc-lab-node")
@@ -85,17 +86,11 @@ def launcher(core, name):
 
 
 def cpu_seconds(pod, status):
-    """CPU time of the container's cgroup (cgroup v1 cpuacct.usage, or v2 cpu.stat)."""
-    container_id = status.container_id.split("://", 1)[1]
-    for base in ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"):
-        for folder in glob.glob(os.path.join(base, "kubepods*", "**", "pod" + pod.metadata.uid, container_id),
-                                recursive=True):
-            if os.path.exists(os.path.join(folder, "cpuacct.usage")):
-                with open(os.path.join(folder, "cpuacct.usage")) as handle:
-                    return int(handle.read()) / 1e9
-            with open(os.path.join(folder, "cpu.stat")) as handle:
-                return int(dict(line.split() for line in handle if line.strip())["usage_usec"]) / 1e6
-    sys.exit("no cgroup of container %s of pod %s" % (container_id, pod.metadata.name))
+    """CPU time of the compute container's cgroup."""
+    folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, "cpuacct")
+    if folder is None:
+        sys.exit("no cgroup of container %s of pod %s" % (status.container_id, pod.metadata.name))
+    return pod_cgroup.cpu_seconds(folder)
 
 
 def measure(api_client, name):

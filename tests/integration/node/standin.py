@@ -7,15 +7,14 @@ controllers do not run in the lab, so the tests stand in for them: they mark
 the VMI Running on the node with its one active pod, as virt-handler does.
 CPU is measured where the kubelet puts it: the container's cgroup."""
 
-import glob
 import os
 import time
 
+import pod_cgroup
 from kubevirt_fleet import GROUP, NAMESPACE, VERSION, Fleet
 
 # Seconds a CPU rate is measured over.
 RATE_SECONDS = 3.0
-CGROUP = "/sys/fs/cgroup"
 
 
 def lab_node(lab):
@@ -105,30 +104,16 @@ class NodeFleet(Fleet):
         """The compute container's cgroup folder in `controller` (cgroup v1),
         or in the unified hierarchy (v2)."""
         pod, status = self.compute_status(name)
-        container_id = status.container_id.split("://", 1)[1]
-        for base in (os.path.join(CGROUP, controller), CGROUP):
-            found = glob.glob(os.path.join(base, "kubepods*", "**", "pod%s" % pod.metadata.uid, container_id),
-                              recursive=True)
-            if found:
-                return found[0]
-        raise AssertionError("no cgroup of container %s of pod %s" % (container_id, pod.metadata.name))
-
-    def cpu_seconds(self, folder):
-        """CPU time the cgroup used: cpuacct.usage (v1, ns) or cpu.stat's usage_usec (v2)."""
-        usage = os.path.join(folder, "cpuacct.usage")
-        if os.path.exists(usage):
-            with open(usage) as handle:
-                return int(handle.read()) / 1e9
-        with open(os.path.join(folder, "cpu.stat")) as handle:
-            fields = dict(line.split() for line in handle if line.strip())
-        return int(fields["usage_usec"]) / 1e6
+        folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, controller)
+        assert folder, "no cgroup of container %s of pod %s" % (status.container_id, pod.metadata.name)
+        return folder
 
     def cpu_rate(self, name, seconds=RATE_SECONDS):
         """CPUs the VM's compute container used over `seconds`: the rate of its cgroup's CPU time."""
         folder = self.cgroup(name, "cpuacct")
-        used, at = self.cpu_seconds(folder), time.monotonic()
+        used, at = pod_cgroup.cpu_seconds(folder), time.monotonic()
         time.sleep(seconds)
-        return (self.cpu_seconds(folder) - used) / (time.monotonic() - at)
+        return (pod_cgroup.cpu_seconds(folder) - used) / (time.monotonic() - at)
 
     def cfs_quota(self, name):
         """The compute container's CFS quota in CPUs (None: none), as the kernel enforces it."""

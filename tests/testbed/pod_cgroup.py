@@ -1,0 +1,31 @@
+"""Where the lab node's kubelet (cgroupfs driver) puts a container's cgroup,
+and the CPU time the kernel accounts there: cpuacct.usage on cgroup v1,
+cpu.stat's usage_usec on v2. Shared by the node tests and the lab demo."""
+
+import glob
+import os
+
+CGROUP = "/sys/fs/cgroup"
+
+
+def container_cgroup(pod_uid, container_id, controller):
+    """The container's cgroup folder in `controller` (cgroup v1), or in the
+    unified hierarchy (v2); None when there is none. `container_id` as the
+    pod's status gives it (runtime://id) or bare."""
+    container_id = container_id.split("://", 1)[-1]
+    for base in (os.path.join(CGROUP, controller), CGROUP):
+        found = glob.glob(os.path.join(base, "kubepods*", "**", "pod%s" % pod_uid, container_id), recursive=True)
+        if found:
+            return found[0]
+    return None
+
+
+def cpu_seconds(folder):
+    """CPU time the cgroup has used, in seconds."""
+    usage = os.path.join(folder, "cpuacct.usage")
+    if os.path.exists(usage):
+        with open(usage) as handle:
+            return int(handle.read()) / 1e9
+    with open(os.path.join(folder, "cpu.stat")) as handle:
+        fields = dict(line.split() for line in handle if line.strip())
+    return int(fields["usage_usec"]) / 1e6
