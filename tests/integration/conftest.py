@@ -27,6 +27,21 @@ def _load_lab_env():
 
 LAB = _load_lab_env()
 
+# The bound of an end-to-end test (marked e2e) that sets none of its own:
+# its waits (a rulebook's cycles, Alertmanager's for: 1m, the node's
+# resize) take minutes on the project's two cores.
+E2E_TIMEOUT = 1200
+
+
+def pytest_collection_modifyitems(config, items):
+    here = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        if not str(item.fspath).startswith(here + os.sep):
+            continue
+        item.add_marker(pytest.mark.lab)
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
+
 
 @pytest.fixture(scope="session")
 def lab():

@@ -1,13 +1,16 @@
 """Runs one module of the collection for real, as a one-task playbook with
-ansible-playbook against the lab inventory, and returns its result."""
+ansible-playbook against the lab inventory, and returns its result.
+ansible-playbook starts from a fork server (playbook_forkserver) and is
+bounded in time."""
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import yaml
+
+import playbook_forkserver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "playbooks", "inventories", "lab")
@@ -46,7 +49,7 @@ def run_task(task, host="localhost", check=False, diff=False, env=None):
                    ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
     run_env.update(env or {})
     try:
-        completed = subprocess.run(command, env=run_env, capture_output=True, text=True, check=False)
+        completed = playbook_forkserver.run(command, env=run_env)
     finally:
         os.unlink(playbook)
     try:
@@ -57,11 +60,11 @@ def run_task(task, host="localhost", check=False, diff=False, env=None):
             completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
 
 
-def run_playbook(playbook, extra_vars, env=None):
+def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT):
     """ansible-playbook of one of the collection's playbooks on the lab
     inventory, as an operator runs it (default output, no -v)."""
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
                os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
     run_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
     run_env.update(env or {})
-    return subprocess.run(command, env=run_env, capture_output=True, text=True, check=False)
+    return playbook_forkserver.run(command, env=run_env, timeout=timeout)

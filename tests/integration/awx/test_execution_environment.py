@@ -31,6 +31,8 @@ from packaging.requirements import Requirement
 
 from run_module import ROOT
 
+pytestmark = pytest.mark.e2e
+
 BIN = os.path.dirname(sys.executable)
 DEFINITION = os.path.join(ROOT, "execution-environment.yml")
 COLLECTION_EE = os.path.join(ROOT, "meta", "execution-environment.yml")

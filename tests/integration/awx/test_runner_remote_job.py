@@ -52,6 +52,8 @@ import yaml
 
 from run_module import ROOT
 
+pytestmark = pytest.mark.e2e
+
 BIN = os.path.dirname(sys.executable)
 RUNNER = os.path.join(BIN, "ansible-runner")
 LAB_INVENTORY = os.path.join(ROOT, "playbooks", "inventories", "lab", "hosts.yml")

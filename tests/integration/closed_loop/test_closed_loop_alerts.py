@@ -35,8 +35,10 @@ import pytest
 import yaml
 
 from run_module import INVENTORY
-from test_closed_loop import (BIN, CULPRIT, HOST, POLICY, TARGET, VICTIMS, cycles, environment, record_of,
-                              run_rulebook, steal_ratio, stop, wait_for)
+from test_closed_loop import (BIN, CULPRIT, HOST, POLICY, VICTIMS, assert_relieved, contended_steal, cycles,
+                              environment, record_of, run_rulebook, stop, wait_for)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.contention]
 
 TEXTFILE = "overcommit-closed-loop.prom"  # its own file: the eda test writes overcommit.prom
 ALERTS = ("OvercommitVMStealHigh", "OvercommitHostCPUPressure")
@@ -134,11 +136,7 @@ def test_the_alert_rulebook_contains_a_noisy_neighbour_through_prometheus_and_al
     webhook_log = lab["OVERCOMMIT_WEBHOOK_LOG"]
     offset = os.path.getsize(webhook_log) if os.path.exists(webhook_log) else 0
     # The victims' own steal beside the spinning culprit, before anything else runs.
-    culprit.create()
-    time.sleep(2)
-    contended = dict((name, steal_ratio(libvirt_conn, guests[name])) for name in VICTIMS)
-    culprit.destroy()
-    assert all(ratio >= TARGET for ratio in contended.values()), contended
+    contended = contended_steal(libvirt_conn, guests)
 
     cycle_dir = tmp_path / "cycles"
     cycle_dir.mkdir()
@@ -180,19 +178,13 @@ def test_the_alert_rulebook_contains_a_noisy_neighbour_through_prometheus_and_al
         # set by that cycle.
         acted = [a for c in cycles(cycle_dir)[earlier:] for a in c["actions"] if a.get("vm")]
         assert set(a["vm"] for a in acted) == {CULPRIT}, acted
-        record = record_of(CULPRIT)["throttle"]
+        record = record_of(lab, CULPRIT)["throttle"]
         assert record["reason"].startswith("contain:") and record.get("plan") == throttling["cycle"], (
             record, throttling["cycle"])
         for name in VICTIMS:
-            assert record_of(name).get("throttle") is None, name
-        # The victims' steal is under the target now (the rulebook and the writer stopped: see above).
-        # Up to three readings of 3 s: another lab test's own processes on the two cores may spoil one.
-        readings = []
-        for _reading in range(3):
-            readings.append(dict((name, steal_ratio(libvirt_conn, guests[name])) for name in VICTIMS))
-            if all(ratio < TARGET for ratio in readings[-1].values()):
-                break
-        assert all(ratio < TARGET for ratio in readings[-1].values()), (contended, readings, throttling["lines"])
+            assert record_of(lab, name).get("throttle") is None, name
+        # The victims got their CPU back (the rulebook and the writer stopped: see above).
+        assert_relieved(libvirt_conn, guests, contended, throttling["lines"])
     finally:
         stop(process)
         writer.stop()

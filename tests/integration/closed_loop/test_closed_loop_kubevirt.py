@@ -25,6 +25,8 @@ import pytest
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
 from run_module import INVENTORY, ROOT
 
+pytestmark = pytest.mark.e2e
+
 POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.2, "floor_fraction": 0.1,
           "pressure_relax": 100.0}
 

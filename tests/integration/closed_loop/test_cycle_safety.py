@@ -18,6 +18,8 @@ import pytest
 
 from run_module import INVENTORY, ROOT, run_module, run_playbook
 
+pytestmark = pytest.mark.e2e
+
 HOST = "lab-hypervisor"
 VM = "oc-lab-idle-4"
 KEY = "%s/%s" % (HOST, VM)

@@ -20,6 +20,8 @@ import yaml
 
 from run_module import INVENTORY as LAB_INVENTORY, ROOT
 
+pytestmark = pytest.mark.e2e
+
 BIN = os.path.dirname(sys.executable)
 INVENTORY = {"all": {"hosts": {"localhost": {"ansible_connection": "local"}}}}
 

@@ -18,6 +18,8 @@ import yaml
 
 from lab_logs import fail_with_log
 
+pytestmark = pytest.mark.e2e
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SHIPPED_RULES = os.path.join(ROOT, "extensions", "prometheus", "overcommit-rules.yml")
 WAIT = 60  # seconds; scrapes and evaluations run every 2 s in the lab

@@ -8,10 +8,13 @@ may only go to these two nodes, so that the rest of the lab is untouched."""
 
 import uuid
 
+import pytest
 from kubernetes import client
 
 from kubevirt_fleet import NAMESPACE, RUN_LABEL
 from standin import lab_node, tolerate_lab_node, wait_for
+
+pytestmark = pytest.mark.e2e
 
 GATE_TAINT = "overcommit.control/gated"
 

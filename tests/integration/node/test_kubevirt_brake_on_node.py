@@ -14,12 +14,15 @@ import tempfile
 import uuid
 
 import yaml
+import pytest
 from kubernetes import client
 
 from kubevirt_fleet import NAMESPACE, PREFIX
 from measure import TOLERANCE_CPUS, check_braked, check_recovered
 from run_module import run_playbook
 from standin import NodeFleet, lab_node
+
+pytestmark = pytest.mark.e2e
 
 APPLIED = PREFIX + "cpu-limit-applied"
 # A two-vCPU VM braked to a fifth of a CPU, under its floor (a quarter of its

@@ -29,7 +29,7 @@ def soak(platform, count, lab, out=sys.stdout):
         while ran < count:
             before = machine.sequences
             try:
-                run_machine(machine, min(BATCH, count - ran), STEPS, shrink=False)
+                run_machine(machine, min(BATCH, count - ran), STEPS, derandomize=False)
             except Exception:  # a failed sequence: reported, and the soak goes on
                 failed += 1
                 # Hypothesis replays the failing sequence once to report it.

@@ -55,18 +55,21 @@ UNLIMITED = -1
 REQUESTER = "state-machine"
 
 
-def machine_settings(max_examples, step_count=10, shrink=True):
+def machine_settings(max_examples, step_count=10, derandomize=True):
     """Settings of a run: no example database (nothing written into the
     checkout), no deadline (the servers' latency varies with the load of the
-    machine), derandomized when shrinking (the CI run) and random otherwise
-    (the soak: every run explores new sequences)."""
-    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+    machine) and no shrinking: against real servers each shrink step is a
+    real sequence of seconds, and one failure could take many minutes. A
+    failing sequence is printed step by step as it ran, with the blob that
+    replays it (@reproduce_failure). Derandomized in CI (the same sequences
+    each run), random in the soak (every run explores new ones)."""
     return settings(max_examples=max_examples, stateful_step_count=step_count, deadline=None, database=None,
-                    derandomize=shrink, phases=phases, suppress_health_check=list(HealthCheck), print_blob=False)
+                    derandomize=derandomize, phases=[Phase.explicit, Phase.generate],
+                    suppress_health_check=list(HealthCheck), print_blob=True)
 
 
-def run_machine(machine, max_examples, step_count=10, shrink=True):
-    run_state_machine_as_test(machine, settings=machine_settings(max_examples, step_count, shrink))
+def run_machine(machine, max_examples, step_count=10, derandomize=True):
+    run_state_machine_as_test(machine, settings=machine_settings(max_examples, step_count, derandomize))
 
 
 def _cpus(quota):

@@ -12,12 +12,16 @@ afterwards). Not real: the AnsibleModule around each runner (argument
 parsing is the modules' own tests' business) and the nodes' kubelets (there
 are none: the nodes are API objects).
 
-A few dozen sequences each, derandomized, no example database; scripts/soak
-runs the same machines a thousand times per platform."""
+A few dozen sequences each, derandomized, no example database and no
+shrinking (a failing sequence is printed as it ran, with the blob that
+replays it); scripts/soak runs the same machines a thousand times per
+platform."""
 
 import pytest
 
 from state_machines import MACHINES, platform_env, run_machine
+
+pytestmark = pytest.mark.e2e
 
 EXAMPLES = 25
 STEPS = 10

@@ -8,10 +8,13 @@ Reads only: no guest is started, stopped or throttled."""
 import os
 import re
 
+import pytest
 from kubernetes import client
 
 from browser import chromium, parse
 from run_module import ROOT, run_playbook
+
+pytestmark = pytest.mark.e2e
 
 ARTEFACTS = os.path.join(ROOT, "tests", "output", "report")
 RUNNING = ("oc-lab-idle-1", "oc-lab-idle-4", "oc-lab-dedicated-2")

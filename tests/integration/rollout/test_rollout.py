@@ -17,6 +17,8 @@ import yaml
 import rollout_fixture
 from run_module import ROOT
 
+pytestmark = pytest.mark.e2e
+
 UNITS = ("a", "b", "c", "d")
 TARGET_TEMPLATE = {"vm_class": "burstable", "cpu_request": "250m", "cpu_limit": "1", "memory_limit": "auto"}
 

@@ -16,6 +16,8 @@ import pytest
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
 from run_module import run_module, run_playbook
 
+pytestmark = pytest.mark.e2e
+
 
 def environment(lab):
     return {"K8S_AUTH_KUBECONFIG": lab["OVERCOMMIT_KUBECONFIG_OPERATOR"]}
