@@ -20,6 +20,7 @@ import jinja2
 import pytest
 import yaml
 
+import playbook_forkserver
 from run_module import ROOT
 
 BIN = os.path.dirname(sys.executable)
@@ -59,8 +60,8 @@ def environment(**extra):
 
 
 def ansible_playbook(*args, env=None, cwd=None):
-    completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), *args], env=env or environment(), cwd=cwd,
-                               capture_output=True, text=True, timeout=300, check=False)
+    completed = playbook_forkserver.run([os.path.join(BIN, "ansible-playbook"), *args], env=env or environment(),
+                                        cwd=cwd, timeout=300)
     return completed.returncode, completed.stdout + completed.stderr
 
 

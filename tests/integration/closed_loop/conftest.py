@@ -21,9 +21,10 @@ def guests(libvirt_conn):
     if domains[CULPRIT].isActive():
         domains[CULPRIT].destroy()
     yield domains
-    for name, domain in domains.items():
-        run_module("libvirt_cputune", {"domains": [name], "state": "restored", "missing": "ignore"}, host=HOST)
-        run_module("libvirt_policy_state", {"states": {name: None}, "domains": [name], "paused": False,
-                                            "missing": "ignore"}, host=HOST)
+    names = sorted(domains)
+    run_module("libvirt_cputune", {"domains": names, "state": "restored", "missing": "ignore"}, host=HOST)
+    run_module("libvirt_policy_state", {"states": dict((name, None) for name in names), "domains": names,
+                                        "paused": False, "missing": "ignore"}, host=HOST)
+    for domain in domains.values():
         if domain.isActive():
             domain.destroy()

@@ -67,7 +67,14 @@ class TextfileWriter(threading.Thread):
             self.process = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, self.play],
                                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                             text=True, start_new_session=True)
-            output = self.process.communicate()[0]
+            try:
+                output = self.process.communicate(timeout=300)[0]
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                output = self.process.communicate()[0] + "\n(killed after 300 s)"
+                if not self.halt.is_set():
+                    self.failure = output[-3000:]
+                return
             if self.process.returncode == 0:
                 self.writes += 1
             elif not self.halt.is_set():

@@ -23,6 +23,7 @@ import sys
 import pytest
 
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
+import playbook_forkserver
 from run_module import INVENTORY, ROOT
 
 pytestmark = pytest.mark.e2e
@@ -53,9 +54,8 @@ def summary_in(cycle_dir):
 def cycle(lab, tmp_path, fleet, **extra):
     cycle_dir = tmp_path / ("cycle-%d" % len(os.listdir(str(tmp_path))))
     cycle_dir.mkdir()
-    completed = subprocess.run(command(lab, cycle_dir, kubevirt_selector=fleet.selector, **extra),
-                               env=environment(lab), capture_output=True,
-                               text=True, check=False)
+    completed = playbook_forkserver.run(command(lab, cycle_dir, kubevirt_selector=fleet.selector, **extra),
+                                        env=environment(lab))
     assert completed.returncode == 0, completed.stdout[-5000:] + completed.stderr[-2000:]
     return summary_in(cycle_dir), completed.stdout
 

@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 import yaml
 
+import playbook_forkserver
 from run_module import INVENTORY as LAB_INVENTORY, ROOT
 
 pytestmark = pytest.mark.e2e
@@ -92,8 +93,8 @@ def write_textfile(tmp_path, lab):
     play.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "roles": [
         {"role": "overcommit.control.metrics_textfile",
          "vars": {"metrics_textfile_dir": lab["OVERCOMMIT_TEXTFILE_DIR"], "metrics_textfile_sample_seconds": 2}}]}]))
-    written = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", LAB_INVENTORY, str(play)],
-                             env=environment(), capture_output=True, text=True, check=False)
+    written = playbook_forkserver.run([os.path.join(BIN, "ansible-playbook"), "-i", LAB_INVENTORY, str(play)],
+                                      env=environment())
     assert written.returncode == 0, written.stdout[-3000:]
 
 

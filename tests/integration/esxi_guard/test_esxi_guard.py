@@ -5,7 +5,6 @@ again, with labels, reservations and the report checked independently."""
 
 import json
 import os
-import subprocess
 import sys
 import uuid
 
@@ -14,6 +13,7 @@ from kubernetes import client
 from pyVmomi import vim
 
 import lab_fixture
+import playbook_forkserver
 from run_module import INVENTORY, ROOT, run_module
 
 GIB = 2 ** 30
@@ -41,7 +41,7 @@ def run_playbook(lab, extra_vars):
         env[key] = lab[key]
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
                os.path.join(ROOT, "playbooks", "esxi_guard.yml"), "-e", json.dumps(extra_vars)]
-    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    completed = playbook_forkserver.run(command, env=env)
     assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-2000:]
     return completed.stdout
 

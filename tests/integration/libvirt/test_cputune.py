@@ -256,7 +256,7 @@ def test_host_without_cgroup_cpu_controller_fails_per_domain_and_writes_nothing(
     assert not result["changed"]
     # No throttle record was left behind: the domain needs no restore.
     xml = subprocess.run(["virsh", "-c", uri, "dumpxml", "oc-lab-nocgroup-1"], capture_output=True, text=True,
-                         check=True).stdout
+                         timeout=60, check=True).stdout
     assert "<cputune>" not in xml and "xmlns/throttle" not in xml
     info = run_module("libvirt_cputune_info", {"uri": uri, "domains": ["oc-lab-nocgroup-1"]}, host=HOST)
     assert info["failed"] and "cgroup CPU controller" in info["domains"][0]["msg"]

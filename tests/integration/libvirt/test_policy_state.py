@@ -87,7 +87,7 @@ def test_state_is_stored_read_back_persistent_idempotent_and_removed_with_null(l
         assert NS in xml and '"capped_at":1714557600' in xml, target
     assert '"capped_at":1714557600' in subprocess.run(
         ["virsh", "-c", "qemu:///system", "dumpxml", "--inactive", "oc-lab-idle-1"],
-        capture_output=True, text=True, check=True).stdout
+        capture_output=True, text=True, timeout=60, check=True).stdout
 
     again = policy_state({"states": {"oc-lab-idle-1": dict(reversed(list(STATE.items())))}})
     assert not again["changed"] and again["summary"]["unchanged"] == ["oc-lab-idle-1"], again

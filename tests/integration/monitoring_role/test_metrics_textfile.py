@@ -7,6 +7,7 @@ import sys
 
 import yaml
 
+import playbook_forkserver
 from run_module import INVENTORY, ROOT
 
 
@@ -17,7 +18,7 @@ def run_role(tmp_path, **role_vars):
     path.write_text(yaml.safe_dump(play))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, str(path)]
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    return playbook_forkserver.run(command, env=env)
 
 
 def test_the_textfile_reports_the_lab_guests_and_passes_promtool(tmp_path, busy_guest):
@@ -30,7 +31,8 @@ def test_the_textfile_reports_the_lab_guests_and_passes_promtool(tmp_path, busy_
     assert 'overcommit_vm_class_info{host="localhost",vm="oc-lab-dedicated-2",class="dedicated"} 1' in text
     busy = [line for line in text.splitlines() if line.startswith('overcommit_vm_cpus_used{host="localhost",vm="oc-lab-busy-1"')]
     assert float(busy[0].split()[-1]) > 0.2  # it spins a whole vCPU
-    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
+                           check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     # Replaced atomically: nothing else is left in the folder.
     assert sorted(os.listdir(folder)) == ["overcommit.prom"]
@@ -49,11 +51,11 @@ def test_an_unwritable_folder_is_refused_before_anything_is_measured(tmp_path):
     not stop."""
     folder = tmp_path / "readonly"
     folder.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], timeout=60, check=True)
     try:
         completed = run_role(tmp_path, metrics_textfile_dir=str(folder))
     finally:
-        subprocess.run(["umount", str(folder)], check=True)
+        subprocess.run(["umount", str(folder)], timeout=60, check=True)
     assert completed.returncode != 0 and "is writable: False" in completed.stdout
     assert "Measure the domains" not in completed.stdout
     blocker = tmp_path / "file"

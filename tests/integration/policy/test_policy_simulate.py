@@ -3,9 +3,9 @@ users run them: on the controller, no server involved."""
 
 import json
 import os
-import subprocess
 import sys
 
+import playbook_forkserver
 from run_module import ROOT, run_module
 
 PLAYBOOK = os.path.join(ROOT, "playbooks", "simulate.yml")
@@ -14,7 +14,7 @@ PLAYBOOK = os.path.join(ROOT, "playbooks", "simulate.yml")
 def playbook(*extra):
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), PLAYBOOK] + list(extra)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    return playbook_forkserver.run(command, env=env)
 
 
 def test_the_playbook_writes_both_reports_and_prints_the_table(tmp_path):

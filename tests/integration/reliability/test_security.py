@@ -326,7 +326,7 @@ def test_no_secret_shows_with_vvv(lab, planted_domain, one_vm):
     try:
         completed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-vvv",
                                     "-i", INVENTORY, handle.name], env=env, capture_output=True, text=True,
-                                   check=False)
+                                   timeout=600, check=False)
     finally:
         os.unlink(handle.name)
     output = completed.stdout + completed.stderr
@@ -417,7 +417,7 @@ def run_debug_of(module, args, message, hosts="localhost"):
         yaml.safe_dump(play, handle)
     try:
         completed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
-                                    handle.name], capture_output=True, text=True, check=False,
+                                    handle.name], capture_output=True, text=True, timeout=600, check=False,
                                    env=dict(os.environ, ANSIBLE_NOCOLOR="1",
                                             ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections")))
     finally:

@@ -7,13 +7,13 @@ object's full state is read independently before and after."""
 
 import json
 import os
-import subprocess
 import sys
 import uuid
 
 import pytest
 import yaml
 
+import playbook_forkserver
 import rollout_fixture
 from run_module import ROOT
 
@@ -77,7 +77,7 @@ def rollout(lab, inventory_dir, *options, **extra_vars):
         env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.builtin.json"
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
                os.path.join(ROOT, "playbooks", "rollout.yml"), "-e", json.dumps(extra_vars)] + list(options)
-    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    completed = playbook_forkserver.run(command, env=env)
     output = completed.stdout if "--diff" in options else json.loads(completed.stdout)
     return completed.returncode, output, completed.stderr
 

@@ -62,8 +62,8 @@ def contention(libvirt_conn):
                         % host_pressure())
         time.sleep(3)
     yield domains
+    run_module("libvirt_cputune", {"domains": [domain.name() for domain in domains], "state": "restored"}, host=HOST)
     for domain in domains:
-        run_module("libvirt_cputune", {"domains": [domain.name()], "state": "restored"}, host=HOST)
         if domain.isActive():
             domain.destroy()
 
@@ -77,9 +77,8 @@ def operator_env(lab):
 def clean(contention, kube_admin, operator_env):
     """Every busy guest unthrottled and lab-node-a open before and after."""
     def reset():
-        for name in BUSY:
-            result = run_module("libvirt_cputune", {"domains": [name], "state": "restored"}, host=HOST)
-            assert not result.get("failed"), result
+        result = run_module("libvirt_cputune", {"domains": list(BUSY), "state": "restored"}, host=HOST)
+        assert not result.get("failed"), result
         core = client.CoreV1Api(kube_admin)
         taints = [{"key": t.key, "value": t.value, "effect": t.effect}
                   for t in core.read_node(NODE).spec.taints or [] if t.key != "by-hand/maintenance"]
