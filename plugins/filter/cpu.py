@@ -7,36 +7,26 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 
-def _guard(function):
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except (cpu.ValueRangeError, TypeError) as exc:
-            raise AnsibleFilterError("%s: %s" % (function.__name__, exc))
-    wrapper.__name__ = function.__name__
-    return wrapper
-
-
-@_guard
+@filter_guard
 def cpus_to_quota(cpus, period=cpu.DEFAULT_PERIOD):
     return cpu.quota_for_cpus(float(cpus), int(period))
 
 
-@_guard
+@filter_guard
 def quota_to_cpus(quota, period=cpu.DEFAULT_PERIOD):
     return cpu.cpus_for_quota(int(quota), int(period))
 
 
-@_guard
+@filter_guard
 def vcpu_cap_to_domain(cpus_per_vcpu, vcpus):
     return cpu.domain_cpus_from_vcpu_cap(float(cpus_per_vcpu), int(vcpus))
 
 
-@_guard
+@filter_guard
 def domain_cap_to_vcpu(domain_cpus, vcpus):
     return cpu.vcpu_cap_from_domain_cpus(float(domain_cpus), int(vcpus))
 

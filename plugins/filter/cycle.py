@@ -8,32 +8,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.overcommit.control.plugins.module_utils.control import cycle
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
-
-ERRORS = (ValueRangeError, TypeError, KeyError, AttributeError)
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 
+@filter_guard
 def cycle_vm_states(plan, host, outcomes=None):
-    try:
-        return cycle.vm_states(plan, host, outcomes)
-    except ERRORS as exc:
-        raise AnsibleFilterError("cycle_vm_states: %s" % exc)
+    return cycle.vm_states(plan, host, outcomes)
 
 
+@filter_guard
 def cycle_node_records(plan, outcomes=None):
-    try:
-        return cycle.node_records(plan, outcomes)
-    except ERRORS as exc:
-        raise AnsibleFilterError("cycle_node_records: %s" % exc)
+    return cycle.node_records(plan, outcomes)
 
 
+@filter_guard
 def cycle_summary(plan, outcomes=None, mode="act", check_mode=False):
-    try:
-        return cycle.summary(plan, outcomes, mode, check_mode)
-    except ERRORS as exc:
-        raise AnsibleFilterError("cycle_summary: %s" % exc)
+    return cycle.summary(plan, outcomes, mode, check_mode)
 
 
 class FilterModule(object):

@@ -8,30 +8,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import esxi_guard, node_map
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 DEFAULT_TAINT_KEY = "esxi-pressure"
 DEFAULT_HOST_LABEL = "esxi-host"
-
-
-def _guard(function):
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except (ValueRangeError, TypeError, KeyError, AttributeError) as exc:
-            raise AnsibleFilterError("%s: %s" % (function.__name__, exc))
-    wrapper.__name__ = function.__name__
-    return wrapper
 
 
 def _key(field, key, prefix):
     return metadata.owned_key(field, key, metadata.check_prefix(prefix))
 
 
-@_guard
+@filter_guard
 def two_layer_report(nodes, vsphere, watermarks, prefix=metadata.DEFAULT_PREFIX, taint_key=DEFAULT_TAINT_KEY,
                      match=node_map.MATCHERS, reopen_fraction=1.0, gate=True):
     if isinstance(nodes, dict):
@@ -40,7 +29,7 @@ def two_layer_report(nodes, vsphere, watermarks, prefix=metadata.DEFAULT_PREFIX,
                              reopen_fraction=reopen_fraction, gate=bool(gate))
 
 
-@_guard
+@filter_guard
 def esxi_gate_plan(report, prefix=metadata.DEFAULT_PREFIX, taint_key=DEFAULT_TAINT_KEY, host_label=DEFAULT_HOST_LABEL):
     rows = report.get("nodes") if isinstance(report, dict) else report
     return esxi_guard.gate_plan(rows or [], _key("taint_key", taint_key, prefix), _key("host_label", host_label, prefix))

@@ -7,16 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.monitoring import textfile
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 
+@filter_guard
 def prometheus_textfile(domains, host, nodes=None):
-    try:
-        return textfile.render(domains, host, nodes)
-    except (ValueRangeError, TypeError) as exc:
-        raise AnsibleFilterError("prometheus_textfile: %s" % exc)
+    return textfile.render(domains, host, nodes)
 
 
 class FilterModule(object):

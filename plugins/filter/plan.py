@@ -11,14 +11,12 @@ __metaclass__ = type
 
 import time
 
-from ansible.errors import AnsibleFilterError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
-
-ERRORS = (ValueRangeError, TypeError, KeyError, AttributeError)
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import BAD_INPUT, filter_guard
 
 
 def _names(only):
@@ -58,31 +56,27 @@ def _round_times(measured, now):
     return times or [now]
 
 
+@filter_guard
 def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None):
     """measured: {host: {vm_rounds, pressure_rounds, round_times, node,
     paused}}; nodes: node_overcommit_info's nodes (or its result);
     kubevirt: kubevirt_vm_cpu_info's result (or its vms), read at the
     rounds' times (plan_round_times)."""
+    now = _now(now)
+    if isinstance(nodes, dict):
+        nodes = nodes.get("nodes")
     try:
-        now = _now(now)
-        if isinstance(nodes, dict):
-            nodes = nodes.get("nodes")
-        try:
-            ttl = float(ttl_seconds)
-        except (TypeError, ValueError):
-            raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
-        return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl, kubevirt)
-    except ERRORS as exc:
-        raise AnsibleFilterError("recommend_plan: %s" % exc)
+        ttl = float(ttl_seconds)
+    except (TypeError, ValueError):
+        raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
+    return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl, kubevirt)
 
 
+@filter_guard
 def plan_round_times(measured, now=None):
     """The unix time of each round the hosts measured (the latest host's per
     round): the times to read the KubeVirt VMs' usage at."""
-    try:
-        return _round_times(measured, _now(now))
-    except ERRORS as exc:
-        raise AnsibleFilterError("plan_round_times: %s" % exc)
+    return _round_times(measured, _now(now))
 
 
 def plan_invalid(plan, now=None, only=None):
@@ -91,9 +85,7 @@ def plan_invalid(plan, now=None, only=None):
     try:
         plans.check(plan, _now(now))
         plans.select(plan, _names(only))
-    except plans.PlanExpired as exc:
-        return str(exc)
-    except ERRORS as exc:
+    except (plans.PlanExpired,) + BAD_INPUT as exc:
         return str(exc)
     return ""
 
@@ -103,35 +95,34 @@ def _live_domain(domain):
     return {"seen": observe.seen_of_domain(domain), "plan": observe.applied_plan(domain), "unreadable": unreadable}
 
 
+@filter_guard
 def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None, kubevirt=None):
     """The plan's actions on the libvirt domains of one hypervisor `host`
     (with libvirt_cputune_info's `domains` read there just now), on the
     KubeVirt VMs (with kubevirt_vm_cpu_info's result or vms), or on the
     Kubernetes nodes (with node_overcommit_info's `nodes`): {plan, apply,
     done, refused}."""
-    try:
-        selected = plans.select(plans.check(plan, float("-inf")), _names(only))
-        if nodes is not None:
-            if isinstance(nodes, dict):
-                nodes = nodes.get("nodes")
-            actions = [a for a in selected if a.get("node")]
-            live = dict(("node/%s" % n["name"], {"seen": observe.seen_of_node(n), "plan": observe.applied_plan(n)})
-                        for n in nodes)
-        elif kubevirt is not None:
-            if isinstance(kubevirt, dict):
-                kubevirt = kubevirt.get("vms")
-            actions = [a for a in selected if a.get("vm") and a.get("platform") == KUBEVIRT]
-            live = dict((vm_key(dict(vm, platform=KUBEVIRT)), _live_domain(vm)) for vm in kubevirt)
-        else:
-            if not host:
-                raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
-            actions = [a for a in selected if a.get("vm") and a.get("host") == host and a.get("platform") != KUBEVIRT]
-            live = dict(("%s/%s" % (host, d["name"]), _live_domain(d)) for d in domains or [])
-        return plans.review(plan, actions, live, _now(now))
-    except ERRORS as exc:
-        raise AnsibleFilterError("plan_review: %s" % exc)
+    selected = plans.select(plans.check(plan, float("-inf")), _names(only))
+    if nodes is not None:
+        if isinstance(nodes, dict):
+            nodes = nodes.get("nodes")
+        actions = [a for a in selected if a.get("node")]
+        live = dict(("node/%s" % n["name"], {"seen": observe.seen_of_node(n), "plan": observe.applied_plan(n)})
+                    for n in nodes)
+    elif kubevirt is not None:
+        if isinstance(kubevirt, dict):
+            kubevirt = kubevirt.get("vms")
+        actions = [a for a in selected if a.get("vm") and a.get("platform") == KUBEVIRT]
+        live = dict((vm_key(dict(vm, platform=KUBEVIRT)), _live_domain(vm)) for vm in kubevirt)
+    else:
+        if not host:
+            raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
+        actions = [a for a in selected if a.get("vm") and a.get("host") == host and a.get("platform") != KUBEVIRT]
+        live = dict(("%s/%s" % (host, d["name"]), _live_domain(d)) for d in domains or [])
+    return plans.review(plan, actions, live, _now(now))
 
 
+@filter_guard
 def plan_outcome(review, results=None, check_mode=False):
     """What applying did to each object of a review: {applied, done,
     refused, failed} as objects, and one line each for the job's output.
@@ -139,11 +130,7 @@ def plan_outcome(review, results=None, check_mode=False):
     review.apply (item = the action)."""
     if isinstance(results, dict):
         results = results.get("results") or []
-    try:
-        return plans.outcome(review, [(r.get("item"), r) for r in results or [] if isinstance(r, dict)],
-                             bool(check_mode))
-    except ERRORS as exc:
-        raise AnsibleFilterError("plan_outcome: %s" % exc)
+    return plans.outcome(review, [(r.get("item"), r) for r in results or [] if isinstance(r, dict)], bool(check_mode))
 
 
 class FilterModule(object):

@@ -10,16 +10,13 @@ __metaclass__ = type
 
 import time
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 
+@filter_guard
 def policy_decide(vms, hosts, now=None, parameters=None):
-    try:
-        return policy.decide(hosts, vms, time.time() if now is None else float(now), parameters or {})
-    except (ValueRangeError, TypeError, ValueError) as exc:
-        raise AnsibleFilterError("policy_decide: %s" % exc)
+    return policy.decide(hosts, vms, time.time() if now is None else float(now), parameters or {})
 
 
 class FilterModule(object):

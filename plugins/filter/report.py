@@ -11,8 +11,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
 from ansible_collections.overcommit.control.plugins.module_utils.common import svg
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.monitoring import report
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 try:
     from markupsafe import Markup
@@ -77,12 +77,10 @@ def svg_line_chart(lines, title, times, y_label, width=640, height=240, y_max=No
                                  y_max=y_max))
 
 
+@filter_guard
 def report_rows(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None, kubevirt=None):
-    try:
-        return report.page(hosts, generated, hypervisors=hypervisors, nodes=nodes, two_layer=two_layer, plan=plan,
-                           kubevirt=kubevirt)
-    except (ValueRangeError, TypeError, KeyError, AttributeError) as exc:
-        raise AnsibleFilterError("report_rows: %s" % exc)
+    return report.page(hosts, generated, hypervisors=hypervisors, nodes=nodes, two_layer=two_layer, plan=plan,
+                       kubevirt=kubevirt)
 
 
 class FilterModule(object):

@@ -8,33 +8,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import rollout
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import filter_guard
 
 
-def _decided(name, decide, *args):
-    """The decision, or an error naming the filter and what was wrong."""
-    try:
-        return decide(*args)
-    except (ValueRangeError, TypeError, KeyError, AttributeError) as exc:
-        raise AnsibleFilterError("%s: %s" % (name, exc))
-
-
+@filter_guard
 def rollout_thresholds(thresholds, field="rollout_wave_health"):
-    return _decided("rollout_thresholds", rollout.check_thresholds, thresholds, field)
+    return rollout.check_thresholds(thresholds, field)
 
 
+@filter_guard
 def rollout_health(applied, pressure=None, domains=None, thresholds=None):
-    return _decided("rollout_health", rollout.health, applied, pressure, domains, thresholds)
+    return rollout.health(applied, pressure, domains, thresholds)
 
 
+@filter_guard
 def rollout_undo(applied):
-    return _decided("rollout_undo", rollout.undo, applied)
+    return rollout.undo(applied)
 
 
+@filter_guard
 def rollout_changes(applied):
-    return _decided("rollout_changes", rollout.changes, applied)
+    return rollout.changes(applied)
 
 
 class FilterModule(object):

@@ -143,7 +143,7 @@ files:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import run
 
 

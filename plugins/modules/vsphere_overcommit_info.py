@@ -184,8 +184,7 @@ counters:
 """
 
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.module import VsphereModule
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.overcommit_report import (
-    OvercommitReportError, gather, validate)
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.overcommit_report import gather, validate
 
 
 def main():
@@ -198,7 +197,6 @@ def main():
             samples=dict(type="int", default=15),
             return_samples=dict(type="bool", default=False),
         ),
-        field_errors=(OvercommitReportError,),
         name_fields=("clusters", "hosts", "vms"),
     )
     module.checked(validate)

@@ -238,8 +238,7 @@ vms:
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.module import VsphereModule
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import (
-    DEFAULT_ATTRIBUTE, ReservationError)
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import DEFAULT_ATTRIBUTE
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
 
 
@@ -270,7 +269,6 @@ def main():
             requested_by=dict(type="str"),
             parallel_tasks=dict(type="int", default=16),
         ),
-        field_errors=(ReservationError,),
         name_fields=("vms", "uuids", "moids", "folders", "clusters"),
         required_one_of=[("vms", "uuids", "moids", "folders", "clusters")],
     )

@@ -25,7 +25,7 @@ __metaclass__ = type
 import calendar
 import time
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEFAULT_FLOOR_FRACTION
 

@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 DEFAULT_CPU_ALLOCATION_RATIO = 10
 DEFAULT_MEMORY_OVERCOMMIT = 100

@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+
 DEFAULT_PERIOD = 100000
 PERIOD_RANGE = (1000, 1000000)
 QUOTA_RANGE = (1000, 17592186044415)
@@ -15,16 +17,6 @@ QUOTA_RANGE = (1000, 17592186044415)
 UNLIMITED = -1
 SHARES_RANGE_V1 = (2, 262144)
 WEIGHT_RANGE_V2 = (1, 10000)
-
-
-class ValueRangeError(ValueError):
-    """A value outside the range the platform accepts; names the field."""
-
-    def __init__(self, field, value, allowed):
-        self.field = field
-        self.value = value
-        self.allowed = allowed
-        super(ValueRangeError, self).__init__("%s=%r is out of range: allowed %s" % (field, value, allowed))
 
 
 def check_range(field, value, bounds, extra=""):

@@ -18,7 +18,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 VERSION = 1
 DEFAULT_TTL_SECONDS = 3600

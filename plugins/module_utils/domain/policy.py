@@ -42,8 +42,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import (
     BURSTABLE, CLASSES, DEDICATED, DEFAULT_CLASS, DEFAULT_FLOOR_FRACTION)
 

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 # threshold -> (what it limits, unit); None for a threshold means "not checked".
 THRESHOLDS = {

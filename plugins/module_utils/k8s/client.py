@@ -18,10 +18,10 @@ import time
 
 from ansible.module_utils.basic import env_fallback
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     RetryLog, Transient, jittered_backoff, retry_note)
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 try:
     from kubernetes import client as k8s_client

@@ -13,9 +13,10 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError, check_cap_brakes
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import check_cap_brakes
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
     AppliedRecord, ThrottleRecord, same_record_text)

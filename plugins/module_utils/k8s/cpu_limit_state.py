@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
     AppliedRecord, ThrottleRecord)

@@ -23,8 +23,8 @@ __metaclass__ = type
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control.observe import seen_of_node
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, taints as node_taints
 

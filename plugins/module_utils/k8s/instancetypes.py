@@ -21,8 +21,8 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits, memory, vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity
 
 GROUP = "instancetype.kubevirt.io"

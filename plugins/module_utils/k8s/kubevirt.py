@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, kubevirt_config, vm_instancetype
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_resources
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 DEFAULT_PREFIX = "overcommit.control/"
 _NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")

@@ -10,27 +10,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.overcommit.control.plugins.module_utils.common.module import PlatformModule
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import ReportsRetries
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     HAS_KUBERNETES, K8sClient, K8sClientError, auth_argument_spec, check_connection_options, connection_secrets)
 
 
-class K8sModule(ReportsRetries, AnsibleModule):
+class K8sModule(ReportsRetries, PlatformModule):
     """argument_spec: the module's own options (the connection's are added).
     failed: what a failed task returns besides msg (e.g. an empty result list).
     name_fields: the options that are lists of object names, checked
     (common.names) before any API call."""
 
+    client_errors = (K8sClientError,)
+
     def __init__(self, argument_spec, failed=None, name_fields=(), **kwargs):
         spec = auth_argument_spec()
         spec.update(argument_spec)
-        super(K8sModule, self).__init__(argument_spec=spec, supports_check_mode=True, **kwargs)
+        super(K8sModule, self).__init__(spec, failed, **kwargs)
         # Again with the values taken from K8S_AUTH_* (a proxy URL's password).
         self.no_log_values.update(connection_secrets(self.params))
-        self.failed = failed or {}
         if not HAS_KUBERNETES:
             self.fail_json(msg=missing_required_lib("kubernetes"))
         self.checked(check_connection_options)
@@ -49,27 +50,8 @@ class K8sModule(ReportsRetries, AnsibleModule):
         """Whether the task set `option` at all, a null value included."""
         return option in self.given_options
 
-    def checked(self, check):
-        """check(params), or the task fails naming the field before any API call."""
-        try:
-            return check(self.params)
-        except ValueRangeError as exc:
-            self.fail_json(msg=str(exc), field=exc.field, **self.failed)
-
-    def with_client(self, work, refusals=()):
-        """work(client) over one connection, closed afterwards; in check mode
-        every write is a server-side dry run. An API error, a value the API
-        returned out of range (naming the field), or one of `refusals` fails
-        the task."""
-        client = None
-        try:
-            client = K8sClient(self.params, dry_run=self.check_mode)
-            self.retry_log = client.retry_log
-            return work(client)
-        except ValueRangeError as exc:
-            self.fail_json(msg=str(exc), field=exc.field, **self.failed)
-        except (K8sClientError,) + tuple(refusals) as exc:
-            self.fail_json(msg=str(exc), **self.failed)
-        finally:
-            if client is not None:
-                client.close()
+    def connect(self, failed):
+        """One client; in check mode every write is a server-side dry run."""
+        client = K8sClient(self.params, dry_run=self.check_mode)
+        self.retry_log = client.retry_log
+        return client

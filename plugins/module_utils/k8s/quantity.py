@@ -11,7 +11,7 @@ __metaclass__ = type
 import re
 from decimal import Decimal, InvalidOperation
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 _SUFFIXES = {
     "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake

@@ -18,8 +18,8 @@ __metaclass__ = type
 import base64
 import json
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, merge_patch, metadata, quantity
 
 # Options that set what an instancetype sets: refused together with one.

@@ -26,8 +26,8 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata, quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
     AppliedRecord, ThrottleRecord, shown)

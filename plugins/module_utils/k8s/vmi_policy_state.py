@@ -11,8 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate, metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError

@@ -13,36 +13,36 @@ __metaclass__ = type
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, CLASSES
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys
 
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, cpu.ValueRangeError)
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, ValueRangeError)
 
 
 def check_classes(classes, baselines):
     """Options `classes` ({domain: class or null}) and `baselines` ({domain:
     CPUs}), checked before anything is read: {domain: {class, baseline}}."""
     if not isinstance(classes, dict) or not classes:
-        raise cpu.ValueRangeError("classes", classes, "a mapping of domain name to %s, or null to remove the class"
+        raise ValueRangeError("classes", classes, "a mapping of domain name to %s, or null to remove the class"
                                   % ", ".join(CLASSES))
     check_name_keys("classes", classes)
     baselines = baselines or {}
     wanted = {}
     for name, vm_class in classes.items():
         if vm_class is not None and vm_class not in CLASSES:
-            raise cpu.ValueRangeError("classes.%s" % name, vm_class, "one of %s, or null to remove the class"
+            raise ValueRangeError("classes.%s" % name, vm_class, "one of %s, or null to remove the class"
                                       % ", ".join(CLASSES))
         wanted[name] = {"class": vm_class, "baseline": None}
     for name, baseline in baselines.items():
         field = "baselines.%s" % name
         if name not in wanted or wanted[name]["class"] != BURSTABLE:
-            raise cpu.ValueRangeError(field, baseline, "a baseline only for a domain classes makes burstable")
+            raise ValueRangeError(field, baseline, "a baseline only for a domain classes makes burstable")
         if isinstance(baseline, bool) or not isinstance(baseline, (int, float)) or not baseline > 0:
-            raise cpu.ValueRangeError(field, baseline, "a number of CPUs above 0 (and under the domain's vCPUs)")
+            raise ValueRangeError(field, baseline, "a number of CPUs above 0 (and under the domain's vCPUs)")
         wanted[name]["baseline"] = float(baseline)
     return wanted
 
@@ -51,7 +51,7 @@ def check_baseline(name, baseline, vcpus):
     """A burstable baseline at or above the vCPUs is no baseline: refused
     for that domain, naming it."""
     if baseline is not None and baseline >= vcpus:
-        raise cpu.ValueRangeError("baselines.%s" % name, baseline, "under the domain's %d vCPUs" % vcpus)
+        raise ValueRangeError("baselines.%s" % name, baseline, "under the domain's %d vCPUs" % vcpus)
 
 
 def shown(facts):

@@ -30,6 +30,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
 
@@ -44,7 +45,7 @@ POLICY_KEY = "ocpolicy"
 PAUSE_FIELDS = ("reason", "by", "time")
 
 
-class RecordError(cpu.ValueRangeError):
+class RecordError(ValueRangeError):
     """A throttle record in a domain's metadata that cannot be used as it is
     (edited by hand, or by something else than this collection); names the
     record's field, e.g. throttle.cpus or throttle.previous.live.global_quota."""

@@ -12,15 +12,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
+from ansible_collections.overcommit.control.plugins.module_utils.common.module import PlatformModule
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError, connection_argument_spec)
 
 
-class LibvirtModule(AnsibleModule):
+class LibvirtModule(PlatformModule):
     """argument_spec: the module's own options (the connection's are added).
     failed: what a failed task returns besides msg (e.g. an empty result list).
     name_fields: the options that are lists of domain names, checked
@@ -28,11 +28,12 @@ class LibvirtModule(AnsibleModule):
     libvirt_required: False for a module that talks to libvirt only on
     some options; it calls require_libvirt() itself before with_client."""
 
+    client_errors = (LibvirtClientError,)
+
     def __init__(self, argument_spec, failed=None, name_fields=(), libvirt_required=True, **kwargs):
         spec = connection_argument_spec()
         spec.update(argument_spec)
-        super(LibvirtModule, self).__init__(argument_spec=spec, supports_check_mode=True, **kwargs)
-        self.failed = failed or {}
+        super(LibvirtModule, self).__init__(spec, failed, **kwargs)
         if libvirt_required:
             self.require_libvirt()
         self.checked(lambda params: check_names(params, name_fields))
@@ -43,33 +44,16 @@ class LibvirtModule(AnsibleModule):
         if not HAS_LIBVIRT:
             self.fail_json(msg=missing_required_lib("libvirt-python"), **dict(self.failed, **failed))
 
-    def checked(self, check):
-        """check(params), or the task fails naming the field before any connection."""
+    def connect(self, failed):
+        """One connection to `uri`; a refused one fails the task."""
         try:
-            return check(self.params)
-        except ValueRangeError as exc:
-            self.fail_json(msg=str(exc), field=exc.field, **self.failed)
-
-    def with_client(self, work, **failed):
-        """work(client) over one connection to `uri`, closed afterwards. A
-        connection refused, a libvirt error outside any one domain's work, or
-        a value out of range (naming the field) fails the task; `failed` is
-        added to what it returns."""
-        uri, client = self.params["uri"], None
-        failed = dict(self.failed, **failed)
-        try:
-            try:
-                client = LibvirtClient(uri)
-            except LibvirtClientError as exc:
-                self.fail_json(msg="cannot connect to %s: %s" % (uri, exc), **failed)
-            return work(client)
-        except ValueRangeError as exc:
-            self.fail_json(msg=str(exc), field=exc.field, **failed)
+            return LibvirtClient(self.params["uri"])
         except LibvirtClientError as exc:
-            self.fail_json(msg="libvirt at %s: %s" % (uri, exc), **failed)
-        finally:
-            if client is not None:
-                client.close()
+            self.fail_json(msg="cannot connect to %s: %s" % (self.params["uri"], exc), **failed)
+
+    def client_error_message(self, exc):
+        """A libvirt error outside any one domain's work."""
+        return "libvirt at %s: %s" % (self.params["uri"], exc)
 
     def exit_read(self, key, results, **extra):
         """The end of an info task: it fails naming every domain that could

@@ -17,7 +17,7 @@ import calendar
 import math
 import time
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 # name: (type, help)
 METRICS = {

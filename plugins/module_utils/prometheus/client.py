@@ -16,9 +16,9 @@ import math
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlparse
 from ansible.module_utils.urls import open_url
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import RetryLog, jittered_backoff
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
 

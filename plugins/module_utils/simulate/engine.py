@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.controllers import CONTROLLERS, ORDER
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.host_model import HostModel
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.metrics import Metrics

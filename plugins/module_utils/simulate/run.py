@@ -14,8 +14,8 @@ import json
 import os
 import tempfile
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, metrics, report, scenarios
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import trace as traces
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.controllers import CONTROLLERS, ORDER

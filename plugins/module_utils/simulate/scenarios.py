@@ -17,7 +17,7 @@ __metaclass__ = type
 import math
 import random
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.trace import Trace
 
 INTERVAL = 10.0

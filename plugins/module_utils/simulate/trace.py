@@ -14,7 +14,7 @@ import csv
 import math
 from array import array
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, CLASSES
 
 TRACE_COLUMNS = ("time", "host", "vm", "class", "vcpus", "demand_cpus")

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import random
 import socket
 import ssl
@@ -105,6 +106,25 @@ def _failed(what, exc, log=None):
         return VsphereClientError("%s: %s (%s)%s" % (what, msg, name, retry_note(exc, log)), name)
     fault = transport_fault(exc) or type(exc).__name__
     return VsphereClientError("%s: %s: %s%s" % (what, fault, exc or type(exc).__name__, retry_note(exc, log)))
+
+
+def fails_as(what):
+    """A client method whose fault becomes one VsphereClientError saying
+    `what` failed (a text, or a function of the method's arguments), with
+    vCenter's own words and how long it was retried. vCenter's faults and
+    connection errors share no base class, hence Exception; the client's own
+    errors pass as they are."""
+    def decorate(method):
+        @functools.wraps(method)
+        def failing_as_what(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except VsphereClientError:
+                raise
+            except Exception as exc:
+                raise _failed(what(*args, **kwargs) if callable(what) else what, exc, self.retry_log)
+        return failing_as_what
+    return decorate
 
 
 def connection_argument_spec():
@@ -271,6 +291,7 @@ class VsphereClient(object):
 
         return self.read(retrieve)
 
+    @fails_as("inventory query failed")
     def inventory(self, vm_properties=VM_PROPERTIES, host_properties=HOST_PROPERTIES):
         """VMs, hosts, clusters, folders and datacenters of the whole
         inventory with the properties asked for, in ONE property-collector
@@ -282,11 +303,8 @@ class VsphereClient(object):
             ("folders", vim.Folder, CONTAINER_PROPERTIES),
             ("datacenters", vim.Datacenter, CONTAINER_PROPERTIES),
         )
-        try:
-            view = self.read(self.content.viewManager.CreateContainerView, self.content.rootFolder,
-                             [k[1] for k in kinds], True)
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("inventory query failed", exc, self.retry_log)
+        view = self.read(self.content.viewManager.CreateContainerView, self.content.rootFolder,
+                         [k[1] for k in kinds], True)
         try:
             traversal = vmodl.query.PropertyCollector.TraversalSpec(
                 name="view", path="view", skip=False, type=vim.view.ContainerView)
@@ -294,8 +312,6 @@ class VsphereClient(object):
                 objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=view, skip=True, selectSet=[traversal])],
                 propSet=[vmodl.query.PropertyCollector.PropertySpec(type=k[1], pathSet=list(k[2])) for k in kinds])
             objects = self._retrieve(spec)
-        except Exception as exc:  # as above
-            raise _failed("inventory query failed", exc, self.retry_log)
         finally:
             try:
                 self.read(view.Destroy)
@@ -319,6 +335,7 @@ class VsphereClient(object):
         inventory["root_folder"] = self.content.rootFolder._moId
         return inventory
 
+    @fails_as("changeVersion query failed")
     def change_versions(self, vm_ids):
         """The current changeVersion of each VM, in one query."""
         if not vm_ids:
@@ -326,10 +343,7 @@ class VsphereClient(object):
         spec = vmodl.query.PropertyCollector.FilterSpec(
             objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=vim.VirtualMachine(moid, self.stub)) for moid in vm_ids],
             propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.VirtualMachine, pathSet=["config.changeVersion"])])
-        try:
-            objects = self._retrieve(spec)
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("changeVersion query failed", exc, self.retry_log)
+        objects = self._retrieve(spec)
         versions = dict((moid, None) for moid in vm_ids)
         for obj in objects:
             for prop in obj.propSet:
@@ -338,17 +352,16 @@ class VsphereClient(object):
 
     # --- custom attributes ---------------------------------------------------
 
+    @fails_as("cannot read the custom attributes")
     def custom_field_key(self, name):
         """Key of the VirtualMachine (or global) custom attribute `name`, or None."""
-        try:
-            fields = self.read(lambda: self.content.customFieldsManager.field)
-        except Exception as exc:  # as above
-            raise _failed("cannot read the custom attributes", exc, self.retry_log)
+        fields = self.read(lambda: self.content.customFieldsManager.field)
         for field in fields or []:
             if field.name == name and field.managedObjectType in (None, vim.VirtualMachine):
                 return field.key
         return None
 
+    @fails_as(lambda name: "cannot create the custom attribute %s" % name)
     def ensure_custom_field(self, name):
         key = self.custom_field_key(name)
         if key is not None:
@@ -359,17 +372,13 @@ class VsphereClient(object):
         except vim.fault.DuplicateName:
             # Created by a concurrent task since we looked.
             return self.custom_field_key(name)
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("cannot create the custom attribute %s" % name, exc, self.retry_log)
 
+    @fails_as("cannot write the custom attribute")
     def set_custom_value(self, vm_id, key, value):
         """Sets (or with "" clears) one custom attribute of one VM."""
-        try:
-            # Setting a value twice sets it once: safe to send again.
-            self.read(self.content.customFieldsManager.SetField, entity=vim.VirtualMachine(vm_id, self.stub), key=key,
-                      value=value)
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("cannot write the custom attribute", exc, self.retry_log)
+        # Setting a value twice sets it once: safe to send again.
+        self.read(self.content.customFieldsManager.SetField, entity=vim.VirtualMachine(vm_id, self.stub), key=key,
+                  value=value)
 
     # --- reconfigure ---------------------------------------------------------
 
@@ -401,6 +410,7 @@ class VsphereClient(object):
                                                        "(%s): read the VM before acting again" % exc, UNKNOWN_END)
         return outcome
 
+    @fails_as("cannot wait for the reconfigure tasks")
     def _wait_for_tasks(self, tasks):
         if not tasks:
             return {}
@@ -408,10 +418,7 @@ class VsphereClient(object):
         spec = vmodl.query.PropertyCollector.FilterSpec(
             objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=task) for task in tasks.values()],
             propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.Task, pathSet=["info.state", "info.error"])])
-        try:
-            collector = self.read(self.content.propertyCollector.CreatePropertyCollector)
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("cannot wait for the reconfigure tasks", exc, self.retry_log)
+        collector = self.read(self.content.propertyCollector.CreatePropertyCollector)
         state = dict((task_id, {}) for task_id in by_task)
         done = {}
         version = ""
@@ -435,10 +442,6 @@ class VsphereClient(object):
                             error = state[task_id].get("info.error")
                             msg, name = fault_message(error) if error is not None else ("the task failed", None)
                             done[task_id] = VsphereClientError(msg, name)
-        except VsphereClientError:
-            raise
-        except Exception as exc:  # as above
-            raise _failed("cannot wait for the reconfigure tasks", exc, self.retry_log)
         finally:
             try:
                 self.read(collector.Destroy)
@@ -448,15 +451,14 @@ class VsphereClient(object):
 
     # --- performance ---------------------------------------------------------
 
+    @fails_as("cannot read the performance counters")
     def perf_counters(self):
         """Counter ids by their full name group.name.rollup (e.g.
         cpu.ready.summation); ids differ between servers, names do not."""
-        try:
-            counters = self.read(lambda: self.content.perfManager.perfCounter)
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("cannot read the performance counters", exc, self.retry_log)
+        counters = self.read(lambda: self.content.perfManager.perfCounter)
         return dict(("%s.%s.%s" % (c.groupInfo.key, c.nameInfo.key, c.rollupType), c.key) for c in counters)
 
+    @fails_as("performance query failed")
     def query_perf(self, entity_ids, counter_ids, instance="", interval_id=20, max_samples=15):
         """Samples of the given counters for many VMs in one QueryPerf call:
         {moid: {"intervals": [s, ...], "timestamps": [...], "series": {counter_id: [v, ...]}}}."""
@@ -466,10 +468,7 @@ class VsphereClient(object):
         specs = [vim.PerformanceManager.QuerySpec(entity=vim.VirtualMachine(moid, self.stub), metricId=metric_ids,
                                                   intervalId=interval_id, maxSample=max_samples)
                  for moid in entity_ids]
-        try:
-            metrics = self.read(self.content.perfManager.QueryPerf, querySpec=specs) or []
-        except Exception as exc:  # faults and connection errors share no base class
-            raise _failed("performance query failed", exc, self.retry_log)
+        metrics = self.read(self.content.perfManager.QueryPerf, querySpec=specs) or []
         samples = {}
         for metric in metrics:
             samples[metric.entity._moId] = {

@@ -11,13 +11,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
-class SelectorError(ValueError):
+
+class SelectorError(ValueRangeError):
     """A folder or cluster that does not exist, or is ambiguous; names the field."""
 
     def __init__(self, field, message):
-        self.field = field
-        super(SelectorError, self).__init__("%s: %s" % (field, message))
+        super(SelectorError, self).__init__(field, None, message)
+        self.args = ("%s: %s" % (field, message),)
 
 
 def _containers(inventory):

@@ -18,7 +18,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 PROVIDER_PREFIX = "vsphere://"
 MATCHERS = ("system_uuid", "provider_id", "name")

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import capacity, perf
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import HOST_PROPERTIES
 
@@ -19,10 +20,10 @@ VM_PROPERTIES = ("name", "config.uuid", "runtime.powerState", "runtime.host", "c
 PERF_BATCH = 50
 
 
-class OvercommitReportError(ValueError):
+class OvercommitReportError(ValueRangeError):
     def __init__(self, field, message):
-        self.field = field
-        super(OvercommitReportError, self).__init__("%s: %s" % (field, message))
+        super(OvercommitReportError, self).__init__(field, None, message)
+        self.args = ("%s: %s" % (field, message),)
 
 
 def validate(params):

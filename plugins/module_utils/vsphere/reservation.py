@@ -17,6 +17,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 RESOURCES = ("cpu", "memory")
 UNITS = {"cpu": "MHz", "memory": "MB"}
@@ -30,13 +31,13 @@ DEFAULT_ATTRIBUTE = "overcommit.control.reservation"
 REASON_MAX = 120
 
 
-class ReservationError(ValueError):
+class ReservationError(ValueRangeError):
     """A value that is not allowed, or a combination that cannot hold;
     names the field and what is allowed."""
 
     def __init__(self, field, message):
-        self.field = field
-        super(ReservationError, self).__init__("%s: %s" % (field, message))
+        super(ReservationError, self).__init__(field, None, message)
+        self.args = ("%s: %s" % (field, message),)
 
 
 # --- desired values from the task ----------------------------------------------

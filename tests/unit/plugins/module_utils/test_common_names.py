@@ -1,7 +1,7 @@
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import names
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 
 def test_a_list_written_as_one_string_is_refused_naming_the_field_and_element():

@@ -11,9 +11,9 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.overcommit.control.plugins.filter.plan import plan_review
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe, recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_cpu_info, vmi_policy_state
 
 NOW = 1_700_000_000

@@ -10,8 +10,8 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import cycle
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 
 def a_plan():

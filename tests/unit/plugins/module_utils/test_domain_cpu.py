@@ -1,5 +1,6 @@
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
 
 
@@ -14,7 +15,7 @@ def test_cpus_and_quota_convert_both_ways():
 
 @pytest.mark.parametrize("cpus,period,field", [(0, 100000, "cpus"), (0.001, 100000, "cpus"), (1, 999, "period")])
 def test_out_of_range_names_the_field_and_the_range(cpus, period, field):
-    with pytest.raises(cpu.ValueRangeError) as error:
+    with pytest.raises(ValueRangeError) as error:
         cpu.quota_for_cpus(cpus, period)
     assert error.value.field == field
     assert field + "=" in str(error.value)
@@ -22,7 +23,7 @@ def test_out_of_range_names_the_field_and_the_range(cpus, period, field):
 
 def test_negative_raw_quota_means_unlimited():
     assert cpu.check_quota("quota", -5) == -1
-    with pytest.raises(cpu.ValueRangeError, match="quota=999 is out of range: allowed 1000..17592186044415"):
+    with pytest.raises(ValueRangeError, match="quota=999 is out of range: allowed 1000..17592186044415"):
         cpu.check_quota("quota", 999)
 
 
@@ -46,7 +47,7 @@ def test_throttle_refusals_and_force():
 @pytest.mark.parametrize("cap,vcpus,per_vcpu", [(1000, 1, False), (1, 1, False), (4, 4, False), (4.5, 4, False),
                                                 (1, 4, True), (500, 2, True)])
 def test_a_cap_that_caps_nothing_is_refused_naming_the_field_and_the_vcpus(cap, vcpus, per_vcpu):
-    with pytest.raises(cpu.ValueRangeError) as error:
+    with pytest.raises(ValueRangeError) as error:
         cpu.check_cap_brakes("cpus", cap, cap, vcpus, per_vcpu=per_vcpu)
     assert error.value.field == "cpus" and error.value.value == cap
     message = str(error.value)
@@ -60,6 +61,6 @@ def test_a_cap_under_the_vcpus_passes(cap, vcpus, per_vcpu):
 
 
 def test_the_message_gives_the_value_as_written():
-    with pytest.raises(cpu.ValueRangeError, match=r"^cpus='500' is out of range: allowed under the VM's 2 vCPUs: "
+    with pytest.raises(ValueRangeError, match=r"^cpus='500' is out of range: allowed under the VM's 2 vCPUs: "
                                                   r"a cap of 500 CPU caps nothing"):
         cpu.check_cap_brakes("cpus", "500", 500.0, 2)

@@ -1,7 +1,7 @@
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import rollout
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 PRESSURE = {"pressure": {"cpu": {"some": {"avg10": 12.5}}}, "cpus": 2, "procs_running": 3}
 DOMAINS = {"domains": [{"name": "web-1", "usage": {"steal_cpus": 0.4}}, {"name": "db-1", "usage": {"steal_cpus": 0.01}},

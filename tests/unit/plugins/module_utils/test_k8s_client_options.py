@@ -9,7 +9,7 @@ import base64
 
 import pytest
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import client as k8s
 
 REFUSED = [

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate, metadata, taints
 
 PREFIX = "overcommit.control/"

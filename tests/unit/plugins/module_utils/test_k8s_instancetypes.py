@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import (
     instancetypes, merge_patch, vm_instancetype, vm_resources)
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_plan as limit_plan

@@ -2,6 +2,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 
 LIVE_DEFAULT = dict(plan.LIVE_UNSET, cpu_shares=1024)
@@ -43,7 +44,7 @@ def test_cap_values_for_domain_and_vcpu_scopes():
 ])
 def test_a_cap_that_caps_nothing_is_refused_before_any_plan(cap_args, vcpus, field, value):
     cap = plan.cap_values(1, **cap_args)
-    with pytest.raises(plan.cpu.ValueRangeError) as error:
+    with pytest.raises(ValueRangeError) as error:
         plan.check_cap_brakes(cap, vcpus, field, value)
     assert error.value.field == field and "%d vCPU" % vcpus in str(error.value)
 

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import cputune, domain_xml, lock, plan
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import policy_state
 

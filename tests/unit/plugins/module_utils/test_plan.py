@@ -11,9 +11,9 @@ import json
 
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 
 NOW = 1_700_000_000
 

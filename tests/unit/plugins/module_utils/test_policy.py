@@ -11,8 +11,8 @@ import os
 
 import pytest
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits, policy
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import metrics
 
 NOW = 1_700_000_000

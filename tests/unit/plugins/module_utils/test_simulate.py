@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, host_model, metrics, run, scenarios
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import trace as traces
 
