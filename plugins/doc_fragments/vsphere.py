@@ -43,8 +43,32 @@ options:
       - If not set in the task, the value of the environment variable E(VMWARE_VALIDATE_CERTS) is used.
     type: bool
     default: true
+  request_timeout:
+    description:
+      - Seconds one request may take, to connect and to be answered; a server (or proxy) that does not answer
+        in that time fails the request with a message naming this option, instead of hanging the task.
+      - A read that timed out is tried again within O(retry_seconds), as other transient faults are.
+      - Waiting for reconfigure tasks asks vCenter for news in slices shorter than this, up to 600 seconds in all.
+      - community.vmware has no such option.
+    type: float
+    default: 30.0
+  retry_seconds:
+    description:
+      - How long, in seconds, the login and every read are tried again after a transient fault (a dropped,
+        reset, refused or timed out connection, or vCenter's C(SystemError), C(HostCommunication) or
+        C(Timedout)), with jittered exponential back-off.
+      - A call that starts a task (a reconfigure) is sent again only when vCenter answered with a transient
+        fault or C(TaskInProgress) instead of a task, so that no change is ever made twice.
+      - When a call was tried again the result has C(retries) (C(attempts), C(waited_seconds) and the faults
+        met as C(errors)); a fault that outlasts this time fails the object or the task with a message naming
+        it and how long it was tried.
+      - V(0) tries every call once.
+    type: float
+    default: 30.0
 requirements:
   - pyVmomi on the host that runs the module
+notes:
+  - O(request_timeout) not above V(0) fails the task naming the option before any connection.
 attributes:
   action_group:
     membership: [overcommit.control.vsphere]

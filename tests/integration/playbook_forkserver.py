@@ -102,6 +102,10 @@ def _plain(argv, env, cwd, timeout):
         stdout, stderr = process.communicate()
         raise PlaybookTimeout("ansible-playbook ran over its %d s and was killed: %s\n%s\n%s" % (
             timeout, " ".join(argv), stdout[-3000:], stderr[-3000:]))
+    except BaseException:  # the test interrupted (pytest-timeout): the run goes too
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
@@ -123,16 +127,20 @@ def run(argv, env=None, cwd=None, timeout=DEFAULT_TIMEOUT):
             reader = conn.makefile("r")
             pid = int(reader.readline())
             conn.settimeout(timeout)
+            status = None
             try:
                 status = reader.readline()
             except socket.timeout:
-                status = None
-            if not status:
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                pass
+            finally:
+                # Past its timeout, or the test itself interrupted (pytest-timeout):
+                # the run goes with all of its processes.
+                if not status:
+                    for kill in (os.killpg, os.kill):
+                        try:
+                            kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
         stdout, stderr = (open(path, errors="replace").read() if os.path.exists(path) else ""
                           for path in (stdout_path, stderr_path))
         if not status:

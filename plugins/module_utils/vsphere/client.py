@@ -21,6 +21,7 @@ import ssl
 import time
 
 from ansible.module_utils.basic import env_fallback
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     Transient, RetryLog, jittered_backoff, retry_note)
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
@@ -56,6 +57,9 @@ RETRY_TRIES = 6
 RETRY_DELAY = 0.5
 RETRY_MAX_DELAY = 8.0
 RETRY_SECONDS = 30.0
+# Seconds one request may take (connect, or an answer to come): a server or
+# proxy that stops answering fails the request, retried as a timed-out one.
+REQUEST_TIMEOUT = 30.0
 
 
 def _server_fault(exc):
@@ -98,14 +102,21 @@ def unstarted_fault(exc):
     return Transient(label) if label else None
 
 
-def _failed(what, exc, log=None):
+def _failed(what, exc, log=None, request_timeout=None):
     """A VsphereClientError for a call that failed: vCenter's own words, or
-    the connection fault, and how long it was retried."""
+    the connection fault (a timeout naming request_timeout), and how long it
+    was retried."""
     if vmodl is not None and isinstance(exc, vmodl.MethodFault):
         msg, name = fault_message(exc)
         return VsphereClientError("%s: %s (%s)%s" % (what, msg, name, retry_note(exc, log)), name)
-    fault = transport_fault(exc) or type(exc).__name__
-    return VsphereClientError("%s: %s: %s%s" % (what, fault, exc or type(exc).__name__, retry_note(exc, log)))
+    return VsphereClientError("%s: %s%s" % (what, _connection_fault(exc, request_timeout), retry_note(exc, log)))
+
+
+def _connection_fault(exc, request_timeout=None):
+    fault = transport_fault(exc)
+    if fault == "timed out" and request_timeout:
+        return "no answer within request_timeout=%g s" % request_timeout
+    return "%s: %s" % (fault or type(exc).__name__, exc or type(exc).__name__)
 
 
 def fails_as(what):
@@ -122,7 +133,8 @@ def fails_as(what):
             except VsphereClientError:
                 raise
             except Exception as exc:
-                raise _failed(what(*args, **kwargs) if callable(what) else what, exc, self.retry_log)
+                raise _failed(what(*args, **kwargs) if callable(what) else what, exc, self.retry_log,
+                              self.request_timeout)
         return failing_as_what
     return decorate
 
@@ -136,7 +148,17 @@ def connection_argument_spec():
         password=dict(type="str", aliases=["pass", "pwd"], no_log=True, fallback=(env_fallback, ["VMWARE_PASSWORD"])),
         port=dict(type="int", default=443, fallback=(env_fallback, ["VMWARE_PORT"])),
         validate_certs=dict(type="bool", default=True, fallback=(env_fallback, ["VMWARE_VALIDATE_CERTS"])),
+        retry_seconds=dict(type="float", default=RETRY_SECONDS),
+        request_timeout=dict(type="float", default=REQUEST_TIMEOUT),
     )
+
+
+def check_connection_options(params):
+    """Connection options that cannot work, refused naming the option before
+    any connection."""
+    timeout = params.get("request_timeout")
+    if timeout is not None and not timeout > 0:
+        raise ValueRangeError("request_timeout", timeout, "more than 0 seconds")
 
 
 # The fault of a reconfigure whose task was started but not seen to end.
@@ -210,7 +232,7 @@ def config_spec(changes, change_version):
 
 class VsphereClient(object):
     def __init__(self, hostname, username, password, port=443, validate_certs=True, retry_seconds=RETRY_SECONDS,
-                 sleep=time.sleep, clock=time.monotonic, rand=random.random):
+                 request_timeout=REQUEST_TIMEOUT, sleep=time.sleep, clock=time.monotonic, rand=random.random):
         if not hostname:
             raise VsphereClientError("hostname is missing: set it in the task or in the environment variable VMWARE_HOST")
         if not username:
@@ -218,6 +240,9 @@ class VsphereClient(object):
         if password is None:
             raise VsphereClientError("password is missing: set it in the task or in the environment variable VMWARE_PASSWORD")
         self.retry_log = RetryLog()
+        self.request_timeout = request_timeout
+        self.clock = clock
+        retry_seconds = RETRY_SECONDS if retry_seconds is None else max(0.0, retry_seconds)
         retrying = dict(retries=RETRY_TRIES if retry_seconds else 0, delay=RETRY_DELAY, max_delay=RETRY_MAX_DELAY,
                         total_seconds=retry_seconds, log=self.retry_log, sleep=sleep, clock=clock, random=rand)
         self._read_retry = jittered_backoff(is_transient=transient_fault, **retrying)
@@ -228,19 +253,34 @@ class VsphereClient(object):
             context.verify_mode = ssl.CERT_NONE
         try:
             # A login lost with its connection leaves a session that expires on its own.
-            self.si = self.read(SmartConnect, host=hostname, user=username, pwd=password, port=port, sslContext=context)
+            self.si = self.read(self._login, host=hostname, user=username, pwd=password, port=port, sslContext=context,
+                                httpConnectionTimeout=request_timeout)
         except vim.fault.InvalidLogin as exc:
             raise VsphereClientError("login to %s:%s as %s refused: %s" % ((hostname, port, username) + fault_message(exc)[:1]))
         except Exception as exc:  # socket, TLS and SOAP errors share no base class
+            fault = ("no answer within request_timeout=%g s" % request_timeout
+                     if transport_fault(exc) == "timed out" and request_timeout else exc or type(exc).__name__)
             raise VsphereClientError("cannot connect to %s:%s: %s%s%s" % (
-                hostname, port, exc or type(exc).__name__, certificate_hint(exc, None, "validate_certs"),
+                hostname, port, fault, certificate_hint(exc, None, "validate_certs"),
                 retry_note(exc, self.retry_log)))
         try:
             self.content = self.read(self.si.RetrieveContent)
         except Exception as exc:  # as above
             self.close()
-            raise _failed("cannot read the service content of %s:%s" % (hostname, port), exc, self.retry_log)
+            raise _failed("cannot read the service content of %s:%s" % (hostname, port), exc, self.retry_log,
+                          request_timeout)
         self.stub = self.si._stub
+
+    def _login(self, **kwargs):
+        """SmartConnect within request_timeout: its first request (which API
+        versions the server speaks) takes no timeout of its own, so the
+        process's default one bounds it, for the login only."""
+        previous = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(self.request_timeout)
+        try:
+            return SmartConnect(**kwargs)
+        finally:
+            socket.setdefaulttimeout(previous)
 
     # The connection fault a call gave up on after its retries: vCenter is
     # gone for this task, so later calls fail at once with it instead of each
@@ -422,12 +462,19 @@ class VsphereClient(object):
         state = dict((task_id, {}) for task_id in by_task)
         done = {}
         version = ""
-        options = vmodl.query.PropertyCollector.WaitOptions(maxWaitSeconds=TASK_WAIT_SECONDS)
+        # Each wait for updates ends well within request_timeout (the server
+        # answers "no update" when its time is up); the tasks get TASK_WAIT_SECONDS in all.
+        wait = TASK_WAIT_SECONDS if not self.request_timeout else max(1, min(TASK_WAIT_SECONDS,
+                                                                             int(self.request_timeout / 2)))
+        options = vmodl.query.PropertyCollector.WaitOptions(maxWaitSeconds=wait)
+        deadline = self.clock() + TASK_WAIT_SECONDS
         try:
             self.read(collector.CreateFilter, spec, True)
             while len(done) < len(by_task):
                 update = self.read(collector.WaitForUpdatesEx, version, options)
                 if update is None:
+                    if self.clock() < deadline:
+                        continue
                     raise VsphereClientError("tasks did not finish within %d s" % TASK_WAIT_SECONDS)
                 version = update.version
                 for filter_set in update.filterSet:

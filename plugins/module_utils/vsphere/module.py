@@ -14,7 +14,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.module i
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import ReportsRetries
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import (
-    HAS_PYVMOMI, VsphereClient, VsphereClientError, connection_argument_spec)
+    HAS_PYVMOMI, VsphereClient, VsphereClientError, check_connection_options, connection_argument_spec)
 
 
 class VsphereModule(ReportsRetries, PlatformModule):
@@ -30,12 +30,14 @@ class VsphereModule(ReportsRetries, PlatformModule):
         super(VsphereModule, self).__init__(spec, **kwargs)
         if not HAS_PYVMOMI:
             self.fail_json(msg=missing_required_lib("pyVmomi"))
+        self.checked(check_connection_options)
         self.checked(lambda params: check_names(params, name_fields))
 
     def connect(self, failed):
         """One session, logged out afterwards."""
         params = self.params
         client = VsphereClient(params["hostname"], params["username"], params["password"], params["port"],
-                               params["validate_certs"])
+                               params["validate_certs"], retry_seconds=params["retry_seconds"],
+                               request_timeout=params["request_timeout"])
         self.retry_log = client.retry_log
         return client

@@ -261,6 +261,8 @@ CASES = [
     reserve("reserve-limit-under-reservation", {"memory": {"reservation": 128, "limit": 64}}, "memory.limit"),
     reserve("reserve-above-capacity", {"memory": {"reservation": 1048576}}, "memory.reservation"),
     reserve("reserve-state", {"state": "gone"}, "state", allowed=("present, restored",)),
+    reserve("reserve-request-timeout", {"cpu": {"reservation": 10}, "request_timeout": 0}, "request_timeout",
+            allowed=("more than 0 seconds",)),
     reserve("reserve-name", {"vms": ["{vsphere_vm} "], "cpu": {"reservation": 10}}, "vms"),
     reserve("reserve-folder-matches-nothing", {"vms": None, "folders": ["/DC0/vm/no-such-folder"],
                                                "cpu": {"reservation": 10}}, "folders"),
