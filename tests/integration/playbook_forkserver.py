@@ -210,7 +210,7 @@ def _handle(conn):
         child_atexit._run_exitfuncs()
         os._exit(code)
     conn.sendall(b"%d\n" % pid)
-    _, status = os.waitpid(pid, 0)
+    status = os.waitpid(pid, 0)[1]
     code = os.waitstatus_to_exitcode(status)
     try:
         conn.sendall(b"%d\n" % code)
@@ -237,7 +237,7 @@ def serve(path):
     os.rename(path + ".tmp", path)
     listener.listen(16)
     while True:
-        conn, _ = listener.accept()
+        conn = listener.accept()[0]
         if os.fork() == 0:
             listener.close()
             try:
