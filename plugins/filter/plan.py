@@ -12,7 +12,6 @@ __metaclass__ = type
 import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
@@ -92,7 +91,7 @@ def plan_invalid(plan, now=None, only=None):
 
 def _live_domain(domain):
     unreadable = (domain.get("msg") or "unreadable") if domain.get("failed") else None
-    return {"seen": observe.seen_of_domain(domain), "plan": observe.applied_plan(domain), "unreadable": unreadable}
+    return {"seen": plans.seen_of_domain(domain), "plan": plans.applied_plan(domain), "unreadable": unreadable}
 
 
 @filter_guard
@@ -107,7 +106,7 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None, 
         if isinstance(nodes, dict):
             nodes = nodes.get("nodes")
         actions = [a for a in selected if a.get("node")]
-        live = dict(("node/%s" % n["name"], {"seen": observe.seen_of_node(n), "plan": observe.applied_plan(n)})
+        live = dict(("node/%s" % n["name"], {"seen": plans.seen_of_node(n), "plan": plans.applied_plan(n)})
                     for n in nodes)
     elif kubevirt is not None:
         if isinstance(kubevirt, dict):

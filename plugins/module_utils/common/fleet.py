@@ -20,11 +20,6 @@ def diff_entries(results, kind):
     return entries
 
 
-def cpus_text(cpus):
-    """A CPU cap as people read it: "0.5 CPU", or "unlimited" for None."""
-    return "unlimited" if cpus is None else "%g CPU" % cpus
-
-
 def cap_line(result, restore, now, was, check_mode=False):
     """One object's line of a throttle or restore report: the cap now in
     force (`now`) and what it replaced (`was`), both as text, e.g.

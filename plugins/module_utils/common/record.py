@@ -2,13 +2,16 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who asked for a change, and when: the fields every record of a throttle,
-gate or reservation keeps on the object it changed."""
+gate or reservation keeps on the object it changed, and the time they keep
+read back."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import getpass
+import time
 from datetime import datetime, timezone
 
 
@@ -21,6 +24,17 @@ def clock():
 
 def utc_now():
     return clock()[0]
+
+
+def unix_time(text):
+    """Seconds since the epoch of a record's time as utc_now writes it
+    (2026-01-05T10:00:00Z); None when there is none or it is unreadable."""
+    if not text:
+        return None
+    try:
+        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
 
 
 def requester(params):

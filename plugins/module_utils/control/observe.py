@@ -22,51 +22,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
-import time
-
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
+from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_domain, seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEFAULT_FLOOR_FRACTION
-
-
-def unix_time(text):
-    """A record's RFC 3339 UTC time (as the modules write it) in seconds, or
-    None when there is none or it cannot be read."""
-    if not text or not isinstance(text, str):
-        return None
-    try:
-        return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
-    except ValueError:
-        return None
-
-
-def taint_text(taint):
-    value = taint.get("value")
-    return "%s%s:%s" % (taint.get("key"), "" if value in (None, "") else "=%s" % value, taint.get("effect"))
-
-
-# ---------------------------------------------------------------- what a plan sees of an object
-
-def seen_of_domain(domain):
-    """A libvirt domain as a plan sees it: the cap in force and the time of
-    its throttle record (a hand throttle or restore changes one of them)."""
-    record = domain.get("throttle") or {}
-    return {"cap_cpus": domain.get("cap_cpus"), "throttle_time": record.get("time")}
-
-
-def seen_of_node(node):
-    """A Kubernetes node as a plan sees it: gated or not, since when, and
-    its taints and cordon (someone editing them by hand changes these)."""
-    gate = node.get("gate") or {}
-    return {"gated": bool(node.get("gate")), "gate_time": gate.get("time"),
-            "taints": sorted(taint_text(t) for t in node.get("taints") or []),
-            "cordoned": bool(node.get("unschedulable"))}
-
-
-def applied_plan(obj):
-    """The plan id in an object's throttle or gate record, or None."""
-    return ((obj.get("throttle") or obj.get("gate")) or {}).get("plan")
 
 
 # ---------------------------------------------------------------- the policy's input

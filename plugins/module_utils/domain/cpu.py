@@ -116,3 +116,33 @@ def usage_from_samples(first, second):
         "steal_cpus": round((second["vcpu_delay"] - first["vcpu_delay"]) / 1e9 / elapsed, 3),
         "sample_seconds": round(elapsed, 3),
     }
+
+
+# ---------------------------------------------------------------- caps as people read them
+
+def cpus_text(cpus):
+    """A CPU cap as people read it: "0.5 CPU", or "unlimited" for None."""
+    return "unlimited" if cpus is None else "%g CPU" % cpus
+
+
+def domain_cpus(values, vcpus):
+    """What a set of cap values lets the whole domain use, in CPUs (None: no
+    CPU cap). A per-vCPU cap allows vcpus times its share."""
+    global_cpus = cpus_for_quota(values.get("global_quota"), values.get("global_period"))
+    vcpu_cpus = cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
+    candidates = [c for c in (global_cpus, None if vcpu_cpus is None else vcpu_cpus * vcpus) if c is not None]
+    return min(candidates) if candidates else None
+
+
+def cap_text(values, vcpus):
+    """The CPU cap a set of tuning values puts on a domain of `vcpus` vCPUs,
+    as people read it: "unlimited", "0.5 CPU", or "0.5 CPU per vCPU (2 CPU in
+    all)" when the per-vCPU cap is the tighter one."""
+    total = domain_cpus(values, vcpus)
+    if total is None:
+        return cpus_text(None)
+    per_vcpu = cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
+    whole = cpus_for_quota(values.get("global_quota"), values.get("global_period"))
+    if per_vcpu is not None and (whole is None or per_vcpu * vcpus < whole - 1e-9):
+        return "%g CPU per vCPU (%g CPU in all)" % (per_vcpu, total)
+    return cpus_text(total)

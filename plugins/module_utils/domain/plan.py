@@ -19,11 +19,40 @@ import json
 from datetime import datetime, timezone
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import cpus_text
 
 VERSION = 1
 DEFAULT_TTL_SECONDS = 3600
 # Caps are compared as the modules report them, to the millicpu.
 CAP_TOLERANCE = 0.0005
+
+
+# What a plan sees of an object: what applying compares with the object then.
+
+def taint_text(taint):
+    value = taint.get("value")
+    return "%s%s:%s" % (taint.get("key"), "" if value in (None, "") else "=%s" % value, taint.get("effect"))
+
+
+def seen_of_domain(domain):
+    """A libvirt domain as a plan sees it: the cap in force and the time of
+    its throttle record (a hand throttle or restore changes one of them)."""
+    record = domain.get("throttle") or {}
+    return {"cap_cpus": domain.get("cap_cpus"), "throttle_time": record.get("time")}
+
+
+def seen_of_node(node):
+    """A Kubernetes node as a plan sees it: gated or not, since when, and
+    its taints and cordon (someone editing them by hand changes these)."""
+    gate = node.get("gate") or {}
+    return {"gated": bool(node.get("gate")), "gate_time": gate.get("time"),
+            "taints": sorted(taint_text(t) for t in node.get("taints") or []),
+            "cordoned": bool(node.get("unschedulable"))}
+
+
+def applied_plan(obj):
+    """The plan id in an object's throttle or gate record, or None."""
+    return ((obj.get("throttle") or obj.get("gate")) or {}).get("plan")
 
 
 class PlanExpired(Exception):
@@ -34,17 +63,13 @@ def _rfc3339(unix):
     return datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def describe_cap(cpus):
-    return "unlimited" if cpus is None else "%g CPU" % cpus
-
-
 def change_text(action):
     """What an action does, in words an approver reads."""
     kind = action["action"]
     if kind in ("throttle", "relax"):
-        return "%s to %s, was %s" % (kind, describe_cap(action["cpus"]), describe_cap(action.get("previous_cpus")))
+        return "%s to %s, was %s" % (kind, cpus_text(action["cpus"]), cpus_text(action.get("previous_cpus")))
     if kind == "restore":
-        return "restore exactly (now %s)" % describe_cap(action.get("previous_cpus"))
+        return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
     return "%s node" % kind
 
 
@@ -167,7 +192,7 @@ def changed_since_read(name, expected, seen):
 
 def _shown(key, value):
     if key == "cap_cpus":
-        return describe_cap(value)
+        return cpus_text(value)
     return "none" if value is None else str(value)
 
 

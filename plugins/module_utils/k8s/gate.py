@@ -14,7 +14,7 @@ Beside the gate record the node carries the control policy's state between
 cycles (annotation <prefix>policy, compact JSON), written in the same write
 as the gate, and the operator's kill switch (label <prefix>paused=true). A
 task may say what it saw of a node when it decided (`expected`, as
-control.observe.seen_of_node shapes it): a node no longer so is left alone."""
+domain.plan.seen_of_node shapes it): a node no longer so is left alone."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -24,8 +24,7 @@ import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.control.observe import seen_of_node
-from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since
+from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since, seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, taints as node_taints
 
 STATES = ("gated", "open")
@@ -34,7 +33,7 @@ RECORD_NAME = "gate"
 RECORD_FIELDS = ("reason", "time", "by")
 POLICY_NAME = "policy"
 PAUSED_NAME = "paused"
-# What a plan saw of a node (control.observe.seen_of_node), key -> check.
+# What a plan saw of a node (domain.plan.seen_of_node), key -> check.
 EXPECTED_KEYS = ("gated", "gate_time", "taints", "cordoned")
 
 
@@ -76,7 +75,7 @@ def check_policy_state(value, field="policy_state"):
 def check_expected(value, field="expected"):
     """What the caller saw of each node when it decided: node name ->
     {gated: bool, gate_time: str or null, taints: ["key=value:effect" or
-    "key:effect"...], cordoned: bool} (control.observe.seen_of_node). Taints
+    "key:effect"...], cordoned: bool} (domain.plan.seen_of_node). Taints
     are compared in sorted order."""
     if value is None:
         return {}

@@ -27,6 +27,7 @@ import copy
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata, quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
@@ -128,11 +129,11 @@ def limit_text(limit, vcpus=None):
     a limit at or above the vCPU count brakes nothing: unlimited, with the
     limit (restore raises to one, as a limit cannot be removed)."""
     if limit is None:
-        return fleet.cpus_text(None)
+        return cpu.cpus_text(None)
     cpus = quantity.cpu("compute_cpu_limit", limit)
     if vcpus and cpus + 1e-9 >= vcpus:
-        return "unlimited: limit %s on %d vCPU%s" % (fleet.cpus_text(cpus), vcpus, "" if vcpus == 1 else "s")
-    return fleet.cpus_text(cpus)
+        return "unlimited: limit %s on %d vCPU%s" % (cpu.cpus_text(cpus), vcpus, "" if vcpus == 1 else "s")
+    return cpu.cpus_text(cpus)
 
 
 def report_line(result, state, check_mode=False):

@@ -13,7 +13,6 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import names
-from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
@@ -88,7 +87,7 @@ def cap_cpus(state):
     its live tuning when it runs, else its persistent config: the cap_cpus
     libvirt_cputune_info reports and `expected` is compared with."""
     tuning = state["current"].get(LIVE) or state["current"].get(CONFIG) or {}
-    return plan.domain_cpus(tuning, state["vcpus"])
+    return cpu.domain_cpus(tuning, state["vcpus"])
 
 
 def seen_target(described):
@@ -97,10 +96,10 @@ def seen_target(described):
 
 
 def conflict(name, expected, state):
-    """What the domain looks like now (observe.seen_of_domain: cap_cpus and
+    """What the domain looks like now (plans.seen_of_domain: cap_cpus and
     throttle_time) and why that is not what the caller saw when it decided
     (domain.plan.changed_since), or None when it is."""
-    seen = observe.seen_of_domain({"cap_cpus": cap_cpus(state), "throttle": state["record"]})
+    seen = plans.seen_of_domain({"cap_cpus": cap_cpus(state), "throttle": state["record"]})
     why = plans.changed_since({"object": name, "expected": expected}, seen)
     if why is None:
         return seen, None
@@ -245,7 +244,7 @@ class CpuTuneRunner(object):
         result.update(self.execute(domain, state, domain_plan))
 
     def plan_throttle(self, state, targets):
-        capped_cpus = plan.domain_cpus(self.cap, state["vcpus"])
+        capped_cpus = cpu.domain_cpus(self.cap, state["vcpus"])
         vm_class.check_throttle(state["vm_class"], state["class_reason"], state["vcpus"], capped_cpus,
                                 self.params["floor"], self.params["force"])
         field = "quota" if self.params["cpus"] is None else "cpus"

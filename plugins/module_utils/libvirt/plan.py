@@ -68,15 +68,6 @@ def cap_values(vcpus, cpus=None, scope="domain", period=cpu.DEFAULT_PERIOD, quot
     return values
 
 
-def domain_cpus(values, vcpus):
-    """What a set of cap values lets the whole domain use, in CPUs (None: no
-    CPU cap). A per-vCPU cap allows vcpus times its share."""
-    global_cpus = cpu.cpus_for_quota(values.get("global_quota"), values.get("global_period"))
-    vcpu_cpus = cpu.cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
-    candidates = [c for c in (global_cpus, None if vcpu_cpus is None else vcpu_cpus * vcpus) if c is not None]
-    return min(candidates) if candidates else None
-
-
 def check_cap_brakes(cap, vcpus, field, value):
     """Refuses a cap (cap_values) that caps nothing on a domain of `vcpus`
     vCPUs: a whole-domain cap of `vcpus` CPUs or more, or a per-vCPU cap of
@@ -274,20 +265,6 @@ def plan_restore(state, targets):
     return {"changes": changes, "record_before": record, "record_after": record_after}
 
 
-def cap_text(values, vcpus):
-    """The CPU cap a set of tuning values puts on a domain of `vcpus` vCPUs,
-    as people read it: "unlimited", "0.5 CPU", or "0.5 CPU per vCPU (2 CPU in
-    all)" when the per-vCPU cap is the tighter one."""
-    total = domain_cpus(values, vcpus)
-    if total is None:
-        return fleet.cpus_text(None)
-    per_vcpu = cpu.cpus_for_quota(values.get("vcpu_quota"), values.get("vcpu_period"))
-    whole = cpu.cpus_for_quota(values.get("global_quota"), values.get("global_period"))
-    if per_vcpu is not None and (whole is None or per_vcpu * vcpus < whole - 1e-9):
-        return "%g CPU per vCPU (%g CPU in all)" % (per_vcpu, total)
-    return fleet.cpus_text(total)
-
-
 def report_line(result, restore, check_mode=False):
     """One domain's line of the task's report (fleet.cap_line): the cap now
     in force and what it replaced, from the result's before/after tuning
@@ -297,7 +274,7 @@ def report_line(result, restore, check_mode=False):
     if result.get("failed") or result.get("skipped") or target not in after:
         return fleet.cap_line(result, restore, None, None, check_mode)
     vcpus = result.get("vcpus") or 1
-    texts = [cap_text(before.get(target) or {}, vcpus), cap_text(after[target], vcpus)]
+    texts = [cpu.cap_text(before.get(target) or {}, vcpus), cpu.cap_text(after[target], vcpus)]
     old_shares, new_shares = (before.get(target) or {}).get("cpu_shares"), after[target].get("cpu_shares")
     if old_shares != new_shares:
         texts = ["%s, shares %s" % (text, shares or "unset") for text, shares in zip(texts, (old_shares, new_shares))]

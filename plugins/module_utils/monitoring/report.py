@@ -21,12 +21,12 @@ import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import svg
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import PARAMETERS
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE as BURSTABLE_CLASS
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
-from ansible_collections.overcommit.control.plugins.module_utils.monitoring.textfile import unix_time
 
 NONE = "n/a"
 # The policy gates a host's node at this PSI cpu some (avg60 and avg10, %).
@@ -59,8 +59,9 @@ def duration_text(seconds):
     return "%d d %d h" % (days, hours) if hours else "%d d" % days
 
 
-def cpus_text(value):
-    """CPUs to three decimals (an idle VM uses a few thousandths), or n/a."""
+def usage_text(value):
+    """CPUs used (or stolen) to three decimals (an idle VM uses a few
+    thousandths), or n/a."""
     return NONE if value is None else "%.3f" % value
 
 
@@ -104,7 +105,7 @@ def replaced_text(record, vcpus):
         values = previous.get(target)
         if values is None:
             continue
-        text = plan.cap_text(values, vcpus or 1)
+        text = cpu.cap_text(values, vcpus or 1)
         if values.get("cpu_shares"):
             text += ", shares %s" % values["cpu_shares"]
         texts.append((target, text))
@@ -226,10 +227,10 @@ def host_view(name, measured, now):
             running = "running" if last.get("active") else "shut off"
         row = {"name": vm, "class": str(last.get("class") or NONE), "vcpus": str(last.get("vcpus") or NONE),
                "running": running,
-               "used": cpus_text(sum(known_used) / len(known_used)) if known_used else NONE,
-               "used_max": cpus_text(max(known_used)) if known_used else NONE,
-               "steal": cpus_text(sum(known_steal) / len(known_steal)) if known_steal else NONE,
-               "steal_max": cpus_text(max(known_steal)) if known_steal else NONE,
+               "used": usage_text(sum(known_used) / len(known_used)) if known_used else NONE,
+               "used_max": usage_text(max(known_used)) if known_used else NONE,
+               "steal": usage_text(sum(known_steal) / len(known_steal)) if known_steal else NONE,
+               "steal_max": usage_text(max(known_steal)) if known_steal else NONE,
                "cap": NONE if last.get("cap_cpus") is None else "%g" % last["cap_cpus"],
                "credits": credits_text(last)}
         row.update(throttle_state(last, now))

@@ -13,11 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
 import math
-import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
 
 # name: (type, help)
 METRICS = {
@@ -48,17 +47,6 @@ def _number(value):
     if isinstance(value, int):
         return str(value)
     return repr(float(value))
-
-
-def unix_time(text):
-    """Seconds since the epoch of an RFC 3339 UTC time as the records keep
-    it (2026-01-05T10:00:00Z); None when there is none or it is unreadable."""
-    if not text:
-        return None
-    try:
-        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ"))
-    except ValueError:
-        return None
 
 
 def samples(domains, host, nodes=None):

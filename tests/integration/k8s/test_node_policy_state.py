@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_collections.overcommit.control.plugins.module_utils.control.observe import seen_of_node
+from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_node
 from apiproxy import ApiProxy, kubeconfig_parts
 from nodes import add_foreign_taint, node_state
 from run_module import INVENTORY, ROOT

@@ -12,8 +12,10 @@ import json
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
 
 NOW = 1_700_000_000
@@ -63,9 +65,9 @@ def k8s_nodes(count=4, gated=()):
 
 def test_a_domain_is_seen_as_its_cap_and_the_time_of_its_throttle_record():
     record = {"reason": "r", "time": "2023-11-14T22:00:00Z", "by": "ops", "cpus": 0.5, "plan": None}
-    assert observe.seen_of_domain(domain("a", 1, 0, cap=0.5, record=record)) == \
+    assert plans.seen_of_domain(domain("a", 1, 0, cap=0.5, record=record)) == \
         {"cap_cpus": 0.5, "throttle_time": "2023-11-14T22:00:00Z"}
-    assert observe.seen_of_domain(domain("a", 1, 0)) == {"cap_cpus": None, "throttle_time": None}
+    assert plans.seen_of_domain(domain("a", 1, 0)) == {"cap_cpus": None, "throttle_time": None}
 
 
 def test_a_node_is_seen_as_its_gate_sorted_taints_and_cordon():
@@ -74,21 +76,21 @@ def test_a_node_is_seen_as_its_gate_sorted_taints_and_cordon():
                        {"key": "overcommit.control/gated", "value": "true", "effect": "NoSchedule"},
                        {"key": "alpha", "value": "", "effect": "PreferNoSchedule"}],
             "gate": {"reason": "pressure", "time": "2023-11-14T21:00:00Z", "by": "loop", "plan": "plan-x"}}
-    assert observe.seen_of_node(node) == {
+    assert plans.seen_of_node(node) == {
         "gated": True, "gate_time": "2023-11-14T21:00:00Z", "cordoned": True,
         "taints": ["alpha:PreferNoSchedule", "overcommit.control/gated=true:NoSchedule", "zeta:NoSchedule"]}
-    assert observe.seen_of_node({"name": "worker-2", "gate": None}) == \
+    assert plans.seen_of_node({"name": "worker-2", "gate": None}) == \
         {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
-    assert observe.applied_plan(node) == "plan-x"
-    assert observe.applied_plan({"gate": None, "throttle": None}) is None
-    assert observe.applied_plan(domain("a", 1, 0, cap=1, record={"plan": "plan-y"})) == "plan-y"
+    assert plans.applied_plan(node) == "plan-x"
+    assert plans.applied_plan({"gate": None, "throttle": None}) is None
+    assert plans.applied_plan(domain("a", 1, 0, cap=1, record={"plan": "plan-y"})) == "plan-y"
 
 
 def test_unix_time_reads_the_records_rfc3339_or_gives_none():
-    assert observe.unix_time("2023-11-14T22:13:20Z") == NOW
-    assert observe.unix_time("yesterday") is None
-    assert observe.unix_time(None) is None
-    assert observe.unix_time(12) is None
+    assert unix_time("2023-11-14T22:13:20Z") == NOW
+    assert unix_time("yesterday") is None
+    assert unix_time(None) is None
+    assert unix_time(12) is None
 
 
 # ---------------------------------------------------------------- observe: the policy's input

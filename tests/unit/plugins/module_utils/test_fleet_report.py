@@ -1,4 +1,5 @@
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
 
 UNSET = dict(plan.LIVE_UNSET, cpu_shares=1024)
@@ -12,12 +13,12 @@ def domain(name="web-17", before=None, after=None, changed=True, vcpus=4, **extr
 
 
 def test_cap_text_says_what_the_whole_domain_or_each_vcpu_may_use():
-    assert plan.cap_text(UNSET, 4) == "unlimited"
-    assert plan.cap_text(dict(UNSET, global_quota=50000), 4) == "0.5 CPU"
-    assert plan.cap_text(dict(UNSET, vcpu_quota=50000), 4) == "0.5 CPU per vCPU (2 CPU in all)"
+    assert cpu.cap_text(UNSET, 4) == "unlimited"
+    assert cpu.cap_text(dict(UNSET, global_quota=50000), 4) == "0.5 CPU"
+    assert cpu.cap_text(dict(UNSET, vcpu_quota=50000), 4) == "0.5 CPU per vCPU (2 CPU in all)"
     # The tighter of the two caps is the one in force.
-    assert plan.cap_text(dict(UNSET, vcpu_quota=50000, global_quota=150000), 4) == "1.5 CPU"
-    assert plan.cap_text({"global_period": 0, "global_quota": 0, "cpu_shares": 0}, 2) == "unlimited"
+    assert cpu.cap_text(dict(UNSET, vcpu_quota=50000, global_quota=150000), 4) == "1.5 CPU"
+    assert cpu.cap_text({"global_period": 0, "global_quota": 0, "cpu_shares": 0}, 2) == "unlimited"
 
 
 def test_throttle_lines_give_the_cap_in_force_and_what_it_replaced():

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.control.observe import seen_of_node
+from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import admission, events, gate, node_usage
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 

@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 
 LIVE_DEFAULT = dict(plan.LIVE_UNSET, cpu_shares=1024)
@@ -30,8 +31,8 @@ def test_cap_values_for_domain_and_vcpu_scopes():
     assert plan.cap_values(4, cpus=2) == {"global_period": 100000, "global_quota": 200000}
     assert plan.cap_values(4, cpus=0.5, scope="vcpu", period=50000) == {"vcpu_period": 50000, "vcpu_quota": 25000}
     assert plan.cap_values(1, quota=-7, shares=512) == {"global_period": 100000, "global_quota": -1, "cpu_shares": 512}
-    assert plan.domain_cpus({"vcpu_period": 100000, "vcpu_quota": 50000}, 4) == 2
-    assert plan.domain_cpus({"cpu_shares": 512}, 4) is None
+    assert cpu.domain_cpus({"vcpu_period": 100000, "vcpu_quota": 50000}, 4) == 2
+    assert cpu.domain_cpus({"cpu_shares": 512}, 4) is None
 
 
 @pytest.mark.parametrize("cap_args,vcpus,field,value", [
