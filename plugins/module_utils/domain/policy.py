@@ -149,7 +149,7 @@ def parameters(given=None):
 
 # ---------------------------------------------------------------- inputs
 
-def _number(field, value, required=False, low=0.0):
+def _checked_number(field, value, required=False, low=0.0):
     if value is None:
         if required:
             raise ValueRangeError(field, value, "a number")
@@ -178,8 +178,8 @@ def _pressure(value, field):
     elif isinstance(value.get("some"), dict):
         some, path = value["some"], ".some."
     else:
-        return _number(field + ".some_avg10", value.get("some_avg10")), _number(field + ".some_avg60", value.get("some_avg60"))
-    return _number(field + path + "avg10", some.get("avg10")), _number(field + path + "avg60", some.get("avg60"))
+        return _checked_number(field + ".some_avg10", value.get("some_avg10")), _checked_number(field + ".some_avg60", value.get("some_avg60"))
+    return _checked_number(field + path + "avg10", some.get("avg10")), _checked_number(field + path + "avg60", some.get("avg60"))
 
 
 def host_view(host, index=0):
@@ -193,13 +193,13 @@ def host_view(host, index=0):
     node = host.get("node")
     if node is not None and not (isinstance(node, dict) and node.get("name")):
         raise ValueRangeError(field + ".node", node, "a mapping with the node's name, or absent")
-    cpus = _number(field + ".cpus", host.get("cpus"), required=True)
+    cpus = _checked_number(field + ".cpus", host.get("cpus"), required=True)
     if cpus <= 0:
         raise ValueRangeError(field + ".cpus", host.get("cpus"), "a number of CPUs above 0")
     return {
         "name": host["name"], "cpus": cpus, "avg10": avg10, "avg60": avg60,
-        "cpus_used": _number(field + ".cpus_used", host.get("cpus_used")),
-        "procs_running": _number(field + ".procs_running", host.get("procs_running")),
+        "cpus_used": _checked_number(field + ".cpus_used", host.get("cpus_used")),
+        "procs_running": _checked_number(field + ".procs_running", host.get("procs_running")),
         "paused": bool(host.get("paused")),
         "node": None if node is None else {
             "name": node["name"], "gated": bool(node.get("gated") or node.get("gate")),
@@ -233,13 +233,13 @@ def vm_view(vm, index=0):
     cls = vm.get("class") or DEFAULT_CLASS
     if cls not in CLASSES:
         raise ValueRangeError(field + ".class", cls, "one of %s" % ", ".join(CLASSES))
-    vcpus = _number(field + ".vcpus", vm.get("vcpus"), required=True)
+    vcpus = _checked_number(field + ".vcpus", vm.get("vcpus"), required=True)
     if vcpus < 1:
         raise ValueRangeError(field + ".vcpus", vm.get("vcpus"), "at least 1")
     usage = vm.get("usage") or {}
-    used = _number(field + ".usage.cpus_used", usage.get("cpus_used", vm.get("cpus_used")))
-    steal = _number(field + ".usage.steal_cpus", usage.get("steal_cpus", vm.get("steal_cpus")))
-    cap = _number(field + ".cap_cpus", vm.get("cap_cpus"))
+    used = _checked_number(field + ".usage.cpus_used", usage.get("cpus_used", vm.get("cpus_used")))
+    steal = _checked_number(field + ".usage.steal_cpus", usage.get("steal_cpus", vm.get("steal_cpus")))
+    cap = _checked_number(field + ".cap_cpus", vm.get("cap_cpus"))
     baseline = None
     if cls == BURSTABLE:
         baseline = credit_rules.check_baseline(field + ".baseline_cpus", vm.get("baseline_cpus"), vcpus)
@@ -249,13 +249,13 @@ def vm_view(vm, index=0):
     return {
         "key": vm_key(dict(vm, platform=platform)), "platform": platform, "name": vm["name"], "host": vm["host"],
         "class": cls, "vcpus": vcpus, "used": used or 0.0, "steal": steal, "cap": cap,
-        "pressure": _number(field + ".pressure", pressure),
+        "pressure": _checked_number(field + ".pressure", pressure),
         "state": _state(vm.get("policy"), field + ".policy"),
-        "floor": _number(field + ".floor_cpus", vm.get("floor_cpus")),
-        "min_cap": _number(field + ".min_cap_cpus", vm.get("min_cap_cpus")),
+        "floor": _checked_number(field + ".floor_cpus", vm.get("floor_cpus")),
+        "min_cap": _checked_number(field + ".min_cap_cpus", vm.get("min_cap_cpus")),
         "baseline": baseline,
-        "entitled": _number(field + ".entitled_cpus", vm.get("entitled_cpus")),
-        "credits": _number(field + ".credits", vm.get("credits")),
+        "entitled": _checked_number(field + ".entitled_cpus", vm.get("entitled_cpus")),
+        "credits": _checked_number(field + ".credits", vm.get("credits")),
         "paused": bool(vm.get("paused")),
     }
 
@@ -348,8 +348,8 @@ def decide(hosts, vms, now, params=None, views=False, fleet=None):
     nodes_total = len([h for h in host_views if h["node"]])
     nodes_gated = len([h for h in host_views if h["node"] and h["node"]["gated"]])
     if fleet:
-        nodes_total = max(nodes_total, _number("fleet.nodes", fleet.get("nodes")) or 0)
-        nodes_gated = max(nodes_gated, _number("fleet.gated", fleet.get("gated")) or 0)
+        nodes_total = max(nodes_total, _checked_number("fleet.nodes", fleet.get("nodes")) or 0)
+        nodes_gated = max(nodes_gated, _checked_number("fleet.gated", fleet.get("gated")) or 0)
     return cycle.plan(nodes_total, nodes_gated)
 
 

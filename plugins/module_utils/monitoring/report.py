@@ -89,7 +89,8 @@ def spread(window, count, at_end):
     return [start + i * (end - start) / (count - 1) for i in range(count)]
 
 
-def _number(value):
+def _figure(value):
+    """A number as it is, or None for anything else (a gap in a chart)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value
@@ -121,10 +122,10 @@ def credits_text(domain):
     policy's state on the VM, against its bank; n/a for other classes."""
     if domain.get("class") != BURSTABLE_CLASS:
         return NONE
-    balance = _number((domain.get("policy") or {}).get("credits"))
+    balance = _figure((domain.get("policy") or {}).get("credits"))
     if balance is None:
         return "none kept yet"
-    baseline = _number(domain.get("baseline_cpus")) or (_number(domain.get("vcpus")) or 0) * DEFAULT_FLOOR_FRACTION
+    baseline = _figure(domain.get("baseline_cpus")) or (_figure(domain.get("vcpus")) or 0) * DEFAULT_FLOOR_FRACTION
     return "%.1f of %.0f vCPU-min" % (balance, credit_rules.bank_cap(baseline))
 
 
@@ -179,14 +180,8 @@ def _round_domains(round_result, index):
     return out
 
 
-def host_view(name, measured, now):
-    """The report's section of one hypervisor host. measured: {vm_rounds:
-    the registered loop results of libvirt_cputune_info, pressure_rounds:
-    those of host_pressure_info, vm_window and pressure_window: [start, end]
-    unix times of each loop}; None for a host that was not measured."""
-    if not measured:
-        return {"name": name, "measured": False, "errors": ["not measured (unreachable, or its play failed)"],
-                "vms": [], "charts": [], "facts": []}
+def _checked_rounds(name, measured):
+    """The host's VM rounds and pressure rounds, each a list."""
     if not isinstance(measured, dict):
         raise ValueRangeError("hosts.%s" % name, measured, "the rounds the report playbook took on the host")
     vm_rounds = measured.get("vm_rounds") or []
@@ -194,6 +189,104 @@ def host_view(name, measured, now):
     for field, value in (("vm_rounds", vm_rounds), ("pressure_rounds", pressure_rounds)):
         if not isinstance(value, list):
             raise ValueRangeError("hosts.%s.%s" % (name, field), value, "a list of registered loop results")
+    return vm_rounds, pressure_rounds
+
+
+def _vm_series(rounds, vm):
+    """A VM's CPUs used, steal and cap in each round (None where unknown)."""
+    seen = [domains.get(vm) or {} for domains in rounds]
+    return {"used": [_figure((d.get("usage") or {}).get("cpus_used")) for d in seen],
+            "steal": [_figure((d.get("usage") or {}).get("steal_cpus")) for d in seen],
+            "caps": [_figure(d.get("cap_cpus")) for d in seen]}
+
+
+def _vm_row(vm, last, series, now):
+    """The VM's row of the host's table, from its last reading and its series."""
+    known_used = [v for v in series["used"] if v is not None]
+    known_steal = [v for v in series["steal"] if v is not None]
+    if last.get("failed"):
+        running = "failed: %s" % (last.get("msg") or "unreadable")
+    else:
+        running = "running" if last.get("active") else "shut off"
+    row = {"name": vm, "class": str(last.get("class") or NONE), "vcpus": str(last.get("vcpus") or NONE),
+           "running": running,
+           "used": usage_text(sum(known_used) / len(known_used)) if known_used else NONE,
+           "used_max": usage_text(max(known_used)) if known_used else NONE,
+           "steal": usage_text(sum(known_steal) / len(known_steal)) if known_steal else NONE,
+           "steal_max": usage_text(max(known_steal)) if known_steal else NONE,
+           "cap": NONE if last.get("cap_cpus") is None else "%g" % last["cap_cpus"],
+           "credits": credits_text(last)}
+    row.update(throttle_state(last, now))
+    return row
+
+
+def _vm_lines(position, vm, series):
+    """The VM's lines on the used (its cap dashed) and steal charts."""
+    colour = svg.colour(position)
+    used, steal = [], []
+    if any(v is not None for v in series["used"]):
+        used.append({"label": vm, "values": series["used"], "colour": colour})
+    if any(v is not None for v in series["caps"]):
+        used.append({"label": "%s cap" % vm, "values": series["caps"], "colour": colour, "dashed": True, "step": True})
+    if any(v is not None for v in series["steal"]):
+        steal.append({"label": vm, "values": series["steal"], "colour": colour})
+    return used, steal
+
+
+def _host_pressure(name, pressure_rounds, errors):
+    """The host's PSI, runnable tasks, CPUs and load over its pressure rounds."""
+    found = {"avg10": [], "avg60": [], "running_tasks": [], "cpus": None, "load1": None}
+    for index, round_result in enumerate(pressure_rounds):
+        if not isinstance(round_result, dict):
+            raise ValueRangeError("hosts.%s.pressure_rounds[%d]" % (name, index), round_result,
+                                  "a host_pressure_info result")
+        if round_result.get("failed"):
+            errors.append("pressure round %d: %s" % (index + 1, round_result.get("msg") or "failed"))
+        some = ((round_result.get("pressure") or {}).get("cpu") or {}).get("some") or {}
+        found["avg10"].append(_figure(some.get("avg10")))
+        found["avg60"].append(_figure(some.get("avg60")))
+        found["running_tasks"].append(_figure(round_result.get("procs_running")))
+        found["cpus"] = round_result.get("cpus", found["cpus"])
+        found["load1"] = (round_result.get("load") or {}).get("load1", found["load1"])
+    return found
+
+
+def _host_facts(pressure, vms):
+    known10 = [v for v in pressure["avg10"] if v is not None]
+    known_tasks = [v for v in pressure["running_tasks"] if v is not None]
+    facts = [("CPUs", NONE if pressure["cpus"] is None else str(pressure["cpus"])),
+             ("PSI cpu some avg10, last", percent_text(known10[-1] if known10 else None)),
+             ("PSI cpu some avg10, highest", percent_text(max(known10) if known10 else None)),
+             ("runnable tasks, highest", NONE if not known_tasks else str(max(known_tasks))),
+             ("load (1 min), last", ratio_text(pressure["load1"])),
+             ("VMs throttled", "%d of %d" % (len([v for v in vms if v["throttled"]]), len(vms)))]
+    return [{"name": key, "value": value} for key, value in facts]
+
+
+def _host_charts(pressure, pressure_times, vm_times, used_lines, steal_lines):
+    pressure_lines = [{"label": "PSI cpu some avg10", "values": pressure["avg10"]},
+                      {"label": "PSI cpu some avg60", "values": pressure["avg60"], "dashed": True}]
+    if pressure["avg10"]:
+        pressure_lines.append({"label": "node gate at %g %%" % GATE_PRESSURE,
+                               "values": [GATE_PRESSURE] * len(pressure_times), "dashed": True,
+                               "colour": THRESHOLD_COLOUR})
+    return [
+        _chart("Host CPU pressure%s" % _window_text(pressure_times), pressure_times, pressure_lines,
+               "% of time some task waited"),
+        _chart("CPUs used per VM, caps dashed%s" % _window_text(vm_times), vm_times, used_lines, "CPUs"),
+        _chart("Steal per VM%s" % _window_text(vm_times), vm_times, steal_lines, "CPUs waited for"),
+    ]
+
+
+def host_section(name, measured, now):
+    """The report's section of one hypervisor host. measured: {vm_rounds:
+    the registered loop results of libvirt_cputune_info, pressure_rounds:
+    those of host_pressure_info, vm_window and pressure_window: [start, end]
+    unix times of each loop}; None for a host that was not measured."""
+    if not measured:
+        return {"name": name, "measured": False, "errors": ["not measured (unreachable, or its play failed)"],
+                "vms": [], "charts": [], "facts": []}
+    vm_rounds, pressure_rounds = _checked_rounds(name, measured)
     errors = []
     vm_times = spread(measured.get("vm_window") or [0, 0], len(vm_rounds), at_end=True)
     pressure_times = spread(measured.get("pressure_window") or [0, 0], len(pressure_rounds), at_end=False)
@@ -205,81 +298,23 @@ def host_view(name, measured, now):
             errors.append("VM round %d: %s" % (index + 1, round_result["msg"]))
         rounds.append(domains or {})
     names = sorted(set(n for domains in rounds for n in domains))
+    series = dict((vm, _vm_series(rounds, vm)) for vm in names)
     vms, used_lines, steal_lines = [], [], []
     for position, vm in enumerate(names):
-        seen = [domains.get(vm) for domains in rounds]
-        last = [d for d in seen if d is not None][-1]
-        used = [_number(((d or {}).get("usage") or {}).get("cpus_used")) for d in seen]
-        steal = [_number(((d or {}).get("usage") or {}).get("steal_cpus")) for d in seen]
-        caps = [_number((d or {}).get("cap_cpus")) for d in seen]
-        colour = svg.colour(position)
-        if any(v is not None for v in used):
-            used_lines.append({"label": vm, "values": used, "colour": colour})
-        if any(v is not None for v in caps):
-            used_lines.append({"label": "%s cap" % vm, "values": caps, "colour": colour, "dashed": True, "step": True})
-        if any(v is not None for v in steal):
-            steal_lines.append({"label": vm, "values": steal, "colour": colour})
-        known_used = [v for v in used if v is not None]
-        known_steal = [v for v in steal if v is not None]
-        if last.get("failed"):
-            running = "failed: %s" % (last.get("msg") or "unreadable")
-        else:
-            running = "running" if last.get("active") else "shut off"
-        row = {"name": vm, "class": str(last.get("class") or NONE), "vcpus": str(last.get("vcpus") or NONE),
-               "running": running,
-               "used": usage_text(sum(known_used) / len(known_used)) if known_used else NONE,
-               "used_max": usage_text(max(known_used)) if known_used else NONE,
-               "steal": usage_text(sum(known_steal) / len(known_steal)) if known_steal else NONE,
-               "steal_max": usage_text(max(known_steal)) if known_steal else NONE,
-               "cap": NONE if last.get("cap_cpus") is None else "%g" % last["cap_cpus"],
-               "credits": credits_text(last)}
-        row.update(throttle_state(last, now))
-        vms.append(row)
+        last = [domains[vm] for domains in rounds if domains.get(vm) is not None][-1]
+        vms.append(_vm_row(vm, last, series[vm], now))
+        used, steal = _vm_lines(position, vm, series[vm])
+        used_lines.extend(used)
+        steal_lines.extend(steal)
 
-    avg10, avg60, running_tasks, cpus, load1 = [], [], [], None, None
-    for index, round_result in enumerate(pressure_rounds):
-        if not isinstance(round_result, dict):
-            raise ValueRangeError("hosts.%s.pressure_rounds[%d]" % (name, index), round_result,
-                                  "a host_pressure_info result")
-        if round_result.get("failed"):
-            errors.append("pressure round %d: %s" % (index + 1, round_result.get("msg") or "failed"))
-        some = ((round_result.get("pressure") or {}).get("cpu") or {}).get("some") or {}
-        avg10.append(_number(some.get("avg10")))
-        avg60.append(_number(some.get("avg60")))
-        running_tasks.append(_number(round_result.get("procs_running")))
-        cpus = round_result.get("cpus", cpus)
-        load1 = (round_result.get("load") or {}).get("load1", load1)
-    pressure_lines = [{"label": "PSI cpu some avg10", "values": avg10},
-                      {"label": "PSI cpu some avg60", "values": avg60, "dashed": True}]
-    if pressure_rounds:
-        pressure_lines.append({"label": "node gate at %g %%" % GATE_PRESSURE,
-                               "values": [GATE_PRESSURE] * len(pressure_rounds), "dashed": True,
-                               "colour": THRESHOLD_COLOUR})
-    known10 = [v for v in avg10 if v is not None]
-    known_tasks = [v for v in running_tasks if v is not None]
-    facts = [("CPUs", NONE if cpus is None else str(cpus)),
-             ("PSI cpu some avg10, last", percent_text(known10[-1] if known10 else None)),
-             ("PSI cpu some avg10, highest", percent_text(max(known10) if known10 else None)),
-             ("runnable tasks, highest", NONE if not known_tasks else str(max(known_tasks))),
-             ("load (1 min), last", ratio_text(load1)),
-             ("VMs throttled", "%d of %d" % (len([v for v in vms if v["throttled"]]), len(vms)))]
-    charts = [
-        _chart("Host CPU pressure%s" % _window_text(pressure_times), pressure_times, pressure_lines,
-               "% of time some task waited"),
-        _chart("CPUs used per VM, caps dashed%s" % _window_text(vm_times), vm_times, used_lines, "CPUs"),
-        _chart("Steal per VM%s" % _window_text(vm_times), vm_times, steal_lines, "CPUs waited for"),
-    ]
-    return {"name": name, "measured": True, "errors": errors, "vms": vms, "charts": charts,
-            "facts": [{"name": key, "value": value} for key, value in facts],
+    pressure = _host_pressure(name, pressure_rounds, errors)
+    return {"name": name, "measured": True, "errors": errors, "vms": vms,
+            "charts": _host_charts(pressure, pressure_times, vm_times, used_lines, steal_lines),
+            "facts": _host_facts(pressure, vms),
             "rounds": len(vm_rounds),
             # What a plan's rows plot for the VM or the node they act on.
-            "series": {"vm_times": vm_times, "pressure_times": pressure_times, "avg10": avg10, "avg60": avg60,
-                       "vms": dict((vm, {"used": [_number(((d or {}).get("usage") or {}).get("cpus_used"))
-                                                  for d in [r.get(vm) for r in rounds]],
-                                         "steal": [_number(((d or {}).get("usage") or {}).get("steal_cpus"))
-                                                   for d in [r.get(vm) for r in rounds]],
-                                         "caps": [_number((r.get(vm) or {}).get("cap_cpus")) for r in rounds]})
-                                   for vm in names)}}
+            "series": {"vm_times": vm_times, "pressure_times": pressure_times, "avg10": pressure["avg10"],
+                       "avg60": pressure["avg60"], "vms": series}}
 
 
 def gated_rows(nodes, now):
@@ -359,18 +394,18 @@ def _kubevirt_series(plan, kubevirt):
     for vm in kubevirt or []:
         usage = (vm.get("usage_rounds") or [])[:len(times)] if isinstance(vm, dict) else []
         if usage and len(usage) == len(times):
-            out[vm["name"]] = {"used": [_number((u or {}).get("cpus_used")) for u in usage],
-                               "steal": [_number((u or {}).get("steal_cpus")) for u in usage],
-                               "caps": [_number(vm.get("cap_cpus"))] * len(times)}
+            out[vm["name"]] = {"used": [_figure((u or {}).get("cpus_used")) for u in usage],
+                               "steal": [_figure((u or {}).get("steal_cpus")) for u in usage],
+                               "caps": [_figure(vm.get("cap_cpus"))] * len(times)}
     return out, times
 
 
-def plan_rows(plan, host_views, kubevirt=None):
+def plan_rows(plan, sections, kubevirt=None):
     """One row per action of a recommended plan: what it does, the rule and
     reason, the signals behind it, and the plot of the VM (CPUs used, steal,
     its cap and the planned one) or of its host's pressure (a node).
     kubevirt: kubevirt_vm_cpu_info's VMs read at the plan's round times."""
-    views = dict((view["name"], view) for view in host_views)
+    views = dict((view["name"], view) for view in sections)
     kubevirt_vms, round_times = _kubevirt_series(plan, kubevirt)
     gate_at = (plan.get("parameters") or {}).get("gate_pressure", GATE_PRESSURE)
     rows = []
@@ -404,13 +439,13 @@ def plan_rows(plan, host_views, kubevirt=None):
     return rows
 
 
-def plan_view(plan, host_views, kubevirt=None):
+def plan_view(plan, sections, kubevirt=None):
     """The plan's part of the page: its id, times and rows, and what it held
     back or deferred."""
     if not isinstance(plan, dict) or "id" not in plan:
         raise ValueRangeError("plan", plan, "a plan made by the recommend_plan filter")
     return {"id": plan["id"], "created": plan.get("created"), "expires": utc_text(plan["expires_unix"]),
-            "rows": plan_rows(plan, host_views, kubevirt),
+            "rows": plan_rows(plan, sections, kubevirt),
             "held": ["%s: %s" % (a["object"], a.get("held")) for a in plan.get("held") or []],
             "deferred": ["%s: %s" % (a["object"], a.get("deferred")) for a in plan.get("deferred") or []],
             "notes": ["%s: %s" % (n.get("object"), n.get("note")) for n in plan.get("notes") or []],
@@ -418,7 +453,7 @@ def plan_view(plan, host_views, kubevirt=None):
 
 
 def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None, kubevirt=None):
-    """The whole page's content. hosts: {name: what host_view takes};
+    """The whole page's content. hosts: {name: what host_section takes};
     generated: unix time the report was made; hypervisors: the names the
     report should have (a name without measurements shows as not measured);
     nodes: node_overcommit_info's nodes, or None when Kubernetes is not
@@ -437,11 +472,11 @@ def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=No
         raise ValueRangeError("nodes", nodes, "node_overcommit_info's nodes")
     if two_layer is not None and not isinstance(two_layer, dict):
         raise ValueRangeError("two_layer", two_layer, "the result of the two_layer_report filter")
-    host_views = [host_view(name, hosts.get(name), generated) for name in names]
+    sections = [host_section(name, hosts.get(name), generated) for name in names]
     return {
         "generated": utc_text(generated),
-        "hosts": host_views,
-        "plan": plan_view(plan, host_views, kubevirt) if plan is not None else None,
+        "hosts": sections,
+        "plan": plan_view(plan, sections, kubevirt) if plan is not None else None,
         "kubernetes": nodes is not None,
         "nodes_total": len(nodes or []),
         "gated": gated_rows(nodes, generated) if nodes is not None else [],

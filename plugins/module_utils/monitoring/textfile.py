@@ -41,7 +41,7 @@ def _labels(labels):
     return "{%s}" % ",".join('%s="%s"' % (key, escape(value)) for key, value in labels)
 
 
-def _number(value):
+def _sample_value(value):
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
@@ -87,7 +87,7 @@ def render(domains, host, nodes=None):
     for metric, labels, value in samples(domains, host, nodes):
         if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
             continue
-        by_metric.setdefault(metric, []).append("%s%s %s" % (metric, _labels(labels), _number(value)))
+        by_metric.setdefault(metric, []).append("%s%s %s" % (metric, _labels(labels), _sample_value(value)))
     lines = []
     for metric in METRICS:
         if metric in by_metric:

@@ -72,7 +72,7 @@ def _esxi(host, vm):
     return figures
 
 
-def _number(value, unit=""):
+def _figure_text(value, unit=""):
     return "n/a" if value is None else "%g%s" % (value, unit)
 
 
@@ -86,11 +86,11 @@ def summary_line(row):
         state += " (%s%s)" % ("held: " if gate["held"] else "", overcommit.describe_crossed(gate["crossed"]))
     return ("%s on %s (VM %s) | k8s cpu requests %s limits %s of allocatable, memory requests %s limits %s | "
             "esxi vCPU:core %s, memory %s, ready %s, balloon %s, swap %s | compound cpu %s memory %s | %s"
-            % (row["node"], row["host"], row["vm"], _number(k8s["cpu"]["requests_ratio"]),
-               _number(k8s["cpu"]["limits_ratio"]), _number(k8s["memory"]["requests_ratio"]),
-               _number(k8s["memory"]["limits_ratio"]), _number(esxi["vcpu_per_core"]), _number(esxi["memory_ratio"]),
-               _number(esxi["cpu_ready_pct"], " %"), _number(esxi["balloon_mb"], " MB"),
-               _number(esxi["swapped_mb"], " MB"), _number(both["cpu"]), _number(both["memory"]), state))
+            % (row["node"], row["host"], row["vm"], _figure_text(k8s["cpu"]["requests_ratio"]),
+               _figure_text(k8s["cpu"]["limits_ratio"]), _figure_text(k8s["memory"]["requests_ratio"]),
+               _figure_text(k8s["memory"]["limits_ratio"]), _figure_text(esxi["vcpu_per_core"]), _figure_text(esxi["memory_ratio"]),
+               _figure_text(esxi["cpu_ready_pct"], " %"), _figure_text(esxi["balloon_mb"], " MB"),
+               _figure_text(esxi["swapped_mb"], " MB"), _figure_text(both["cpu"]), _figure_text(both["memory"]), state))
 
 
 def report(nodes, vsphere, watermarks, taint_key, match=node_map.MATCHERS, reopen_fraction=1.0, gate=True):
