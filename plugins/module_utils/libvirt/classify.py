@@ -28,14 +28,14 @@ def check_classes(classes, baselines):
     CPUs}), checked before anything is read: {domain: {class, baseline}}."""
     if not isinstance(classes, dict) or not classes:
         raise ValueRangeError("classes", classes, "a mapping of domain name to %s, or null to remove the class"
-                                  % ", ".join(CLASSES))
+                              % ", ".join(CLASSES))
     check_name_keys("classes", classes)
     baselines = baselines or {}
     wanted = {}
     for name, vm_class in classes.items():
         if vm_class is not None and vm_class not in CLASSES:
             raise ValueRangeError("classes.%s" % name, vm_class, "one of %s, or null to remove the class"
-                                      % ", ".join(CLASSES))
+                                  % ", ".join(CLASSES))
         wanted[name] = {"class": vm_class, "baseline": None}
     for name, baseline in baselines.items():
         field = "baselines.%s" % name

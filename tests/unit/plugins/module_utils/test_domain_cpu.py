@@ -62,5 +62,5 @@ def test_a_cap_under_the_vcpus_passes(cap, vcpus, per_vcpu):
 
 def test_the_message_gives_the_value_as_written():
     with pytest.raises(ValueRangeError, match=r"^cpus='500' is out of range: allowed under the VM's 2 vCPUs: "
-                                                  r"a cap of 500 CPU caps nothing"):
+                                              r"a cap of 500 CPU caps nothing"):
         cpu.check_cap_brakes("cpus", "500", 500.0, 2)
