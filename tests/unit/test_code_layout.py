@@ -1,0 +1,124 @@
+"""The code layout of docs/code-layout.md, checked: which folder of
+plugins/module_utils/ may import which, that the pure layers do no I/O, and
+that the filters and the module files stay thin. A new import that points
+the wrong way fails here, naming the file and the import."""
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
+PLUGINS = os.path.join(ROOT, "plugins")
+PREFIX = "ansible_collections.overcommit.control.plugins."
+
+# Folder of module_utils -> the folders it may import from (itself included).
+MAY_IMPORT = {
+    "common": {"common"},
+    "domain": {"common", "domain"},
+    "simulate": {"common", "domain", "simulate"},
+    "control": {"common", "domain", "control"},
+    "monitoring": {"common", "domain", "monitoring"},
+    "host": {"common", "host"},
+    "prometheus": {"common", "prometheus"},
+    "libvirt": {"common", "domain", "libvirt"},
+    "k8s": {"common", "domain", "k8s"},
+    "vsphere": {"common", "domain", "vsphere"},
+}
+# The pure layers: no client, no socket, no subprocess, no file system.
+PURE = ("common", "domain", "simulate", "control", "monitoring")
+IO_MODULES = {"socket", "subprocess", "ssl", "urllib", "http", "libvirt", "kubernetes", "pyVmomi", "pyVim",
+              "requests", "urllib3"}
+# common/ may hold the module base (AnsibleModule) and the retry and TLS helpers the clients share.
+PURE_EXCEPTIONS = {("common", "tls.py"): {"ssl"}}
+
+
+def python_files(folder):
+    for base, _dirs, files in os.walk(folder):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield os.path.join(base, name)
+
+
+def imports(path):
+    """Every module `path` imports, as dotted names."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+            found.extend("%s.%s" % (node.module, alias.name) for alias in node.names)
+    return found
+
+
+def module_utils_files():
+    folder = os.path.join(PLUGINS, "module_utils")
+    for path in python_files(folder):
+        layer = os.path.relpath(path, folder).split(os.sep)[0]
+        yield layer, path
+
+
+def test_every_folder_of_module_utils_is_in_the_map():
+    folders = set(name for name in os.listdir(os.path.join(PLUGINS, "module_utils"))
+                  if os.path.isdir(os.path.join(PLUGINS, "module_utils", name)) and not name.startswith("__"))
+    assert folders == set(MAY_IMPORT), folders ^ set(MAY_IMPORT)
+
+
+@pytest.mark.parametrize("layer", sorted(MAY_IMPORT))
+def test_each_layer_imports_only_the_layers_below_it(layer):
+    wrong = []
+    for found_layer, path in module_utils_files():
+        if found_layer != layer:
+            continue
+        for name in imports(path):
+            if name.startswith(PREFIX + "module_utils."):
+                target = name[len(PREFIX + "module_utils."):].split(".")[0]
+                if target not in MAY_IMPORT[layer]:
+                    wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
+            elif name.startswith(PREFIX):
+                wrong.append("%s imports %s (module_utils imports no other plugin type)" % (
+                    os.path.relpath(path, ROOT), name))
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("layer", PURE)
+def test_the_pure_layers_do_no_io(layer):
+    wrong = []
+    for found_layer, path in module_utils_files():
+        if found_layer != layer:
+            continue
+        allowed = PURE_EXCEPTIONS.get((layer, os.path.basename(path)), set())
+        for name in imports(path):
+            top = name.split(".")[0]
+            if top in IO_MODULES - allowed or name in ("os.system", "builtins.open"):
+                wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_filters_use_no_client():
+    wrong = []
+    for path in python_files(os.path.join(PLUGINS, "filter")):
+        for name in imports(path):
+            if name.startswith(PREFIX + "module_utils.") and (name.endswith(".client") or ".client." in name
+                                                               or name.endswith(".module")):
+                wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
+            if name.split(".")[0] in IO_MODULES:
+                wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_module_files_are_their_docs_their_spec_and_a_few_lines():
+    """main() of every module stays short: the work is in module_utils."""
+    long_mains = []
+    for path in python_files(os.path.join(PLUGINS, "modules")):
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), path)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "main":
+                length = node.end_lineno - node.lineno + 1
+                if length > 40:
+                    long_mains.append("%s: main() has %d lines" % (os.path.relpath(path, ROOT), length))
+    assert not long_mains, "\n".join(long_mains)
