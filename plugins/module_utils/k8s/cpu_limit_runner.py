@@ -24,7 +24,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_plan as limit_plan
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     STRATEGIC_MERGE_PATCH, K8sClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import API, namespaced_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import namespaced_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_reader import KubevirtReader, pods_path
 
 ACTIONS = {"throttle": ("Throttle", "CPULimitApplied"), "reconcile": ("Reconcile", "CPULimitApplied"),
            "restore": ("Restore", "CPULimitRestored")}
@@ -34,16 +35,13 @@ STATE_ACTIONS = {brake.THROTTLED: "Throttle", brake.RESTORED: "Restore", brake.R
 WAIT_INTERVAL = 1.0
 
 
-def pods_path(namespace=None):
-    return "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
-
-
 class CpuLimitRunner(object):
     """One task. clock() -> (RFC 3339 seconds, RFC 3339 microseconds) of now;
     sleep and monotonic time the wait for the nodes."""
 
     def __init__(self, client, request, record_fields, clock, instance, sleep=time.sleep, monotonic=time.monotonic):
         self.client = client
+        self.reader = KubevirtReader(client)
         self.request = request
         self.record_fields = record_fields
         self.clock = clock
@@ -53,59 +51,22 @@ class CpuLimitRunner(object):
         # (result, view, launcher pod as last read) of each VMI whose node is asked.
         self.asked = []
 
-    def select(self, namespace, names, label_selector):
-        """(target keys namespace/name in order; key -> VMI)."""
-        targets, vmis = [], {}
-        for name in dict.fromkeys(names or []):
-            key = "%s/%s" % (namespace, name)
-            targets.append(key)
-            try:
-                vmis[key] = self.client.get(namespaced_path(namespace, "virtualmachineinstances", name))
-            except K8sClientError as exc:
-                if exc.status != 404:
-                    raise
-        if label_selector or not names:
-            scope = namespaced_path(namespace, "virtualmachineinstances") if namespace \
-                else API + "/virtualmachineinstances"
-            for vmi in self.client.list(scope, label_selector):
-                key = "%s/%s" % (vmi["metadata"]["namespace"], vmi["metadata"]["name"])
-                if key not in vmis:
-                    targets.append(key)
-                    vmis[key] = vmi
-        return targets, vmis
-
-    def launcher_pods(self, namespace):
-        """VMI uid -> the virt-launcher pods KubeVirt created for it."""
-        pods = {}
-        for pod in self.client.list(pods_path(namespace), limit_state.LAUNCHER_SELECTOR):
-            owner = (pod["metadata"].get("labels") or {}).get(limit_state.CREATED_BY)
-            pods.setdefault(owner, []).append(pod)
-        return pods
-
-    def virtual_machines(self, namespace):
-        """namespace/name -> the VirtualMachines' metadata: their class label,
-        and the copy of the cap that outlives a restart."""
-        scope = namespaced_path(namespace, "virtualmachines") if namespace else API + "/virtualmachines"
-        return dict(("%s/%s" % (vm["metadata"]["namespace"], vm["metadata"]["name"]), vm)
-                    for vm in self.client.list(scope, metadata_only=True))
-
     def run(self, namespace, names, label_selector):
-        targets, vmis = self.select(namespace, names, label_selector)
+        targets, vmis = self.reader.select(namespace, names, label_selector)
         if label_selector and not targets:
             # A selector that matches nothing is a mistake, not a brake applied to no VM.
             raise ValueRangeError("label_selector", label_selector, "a label selector matching at least one VMI%s"
                                   % (" in namespace %s" % namespace if namespace else ""))
         if not targets:
             return []
-        vms = self.virtual_machines(namespace)
-        pods = self.launcher_pods(namespace) if vmis else {}
+        vms = self.reader.virtual_machines(namespace)
+        pods = self.reader.launcher_pods(namespace) if vmis else {}
         results = []
         for key in targets:
             if key not in vmis:
                 results.append(self.not_running(key, vms.get(key)))
                 continue
-            owner = limit_state.owning_vm(vmis[key])
-            vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
+            vm = self.reader.owning_vm(key, vmis[key], vms)
             view = limit_state.vmi_view(vmis[key], self.request["keys"], vm)
             results.append(self.handle(view, vmis[key], vm, pods.get(view["uid"]) or []))
         self.ask_nodes(namespace)
@@ -126,7 +87,7 @@ class CpuLimitRunner(object):
             self.sleep(min(WAIT_INTERVAL, max(0.0, deadline - self.monotonic())))
             try:
                 fresh = dict(((pod["metadata"].get("namespace"), pod["metadata"]["name"]), pod)
-                             for pod in self.client.list(pods_path(namespace), limit_state.LAUNCHER_SELECTOR))
+                             for pod in self.reader.launcher_pod_list(namespace))
             except K8sClientError as exc:
                 for result, view, pod in waiting:
                     self.fail(result, view, pod, "cannot read launcher pod %s while waiting for its node: %s"

@@ -25,7 +25,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import shown
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_reader import KubevirtReader
 
 USAGE_METRIC = "kubevirt_vmi_cpu_usage_seconds_total"
 DELAY_METRIC = "kubevirt_vmi_vcpu_delay_seconds_total"
@@ -129,18 +129,17 @@ class VmCpuReader(object):
     def read(self, namespace, names, label_selector):
         keys = self.request["keys"]
         # The brake's own selection of VMIs, their VirtualMachines and launcher pods.
-        runner = CpuLimitRunner(self.client, {"keys": keys, "state": brake.RECONCILED}, {}, None, None)
-        targets, vmis = runner.select(namespace, names, label_selector)
-        vms = runner.virtual_machines(namespace) if targets else {}
-        pods = runner.launcher_pods(namespace) if vmis else {}
+        reader = KubevirtReader(self.client)
+        targets, vmis = reader.select(namespace, names, label_selector)
+        vms = reader.virtual_machines(namespace) if targets else {}
+        pods = reader.launcher_pods(namespace) if vmis else {}
         rounds = self.usage(namespace) if self.prometheus is not None and vmis else None
         out = []
         for key in targets:
             if key not in vmis:
                 out.append({"name": key, "failed": True, "msg": "VMI %s not found" % key})
                 continue
-            owner = limit_state.owning_vm(vmis[key])
-            vm = vms.get("%s/%s" % (key.split("/", 1)[0], owner)) if owner else None
+            vm = reader.owning_vm(key, vmis[key], vms)
             view = limit_state.vmi_view(vmis[key], keys, vm)
             try:
                 pod = limit_state.launcher_pod(view, pods.get(view["uid"]) or [])
