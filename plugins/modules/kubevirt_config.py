@@ -126,8 +126,9 @@ effective:
            vm_rollout_strategy: LiveUpdate}
 """
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import kubevirt, kubevirt_config
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import (
+    runner as kubevirt, config as kubevirt_config)
 
 
 def main():

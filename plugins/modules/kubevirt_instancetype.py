@@ -171,10 +171,11 @@ summary:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.instancetype_runner import InstancetypeRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import instancetypes
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static.instancetype_runner import (
+    InstancetypeRunner)
 
 
 def main():

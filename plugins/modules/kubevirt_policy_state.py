@@ -119,7 +119,8 @@ summary:
 """
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_policy_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import policy_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.policy_state_runner import PolicyStateRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
@@ -130,16 +131,16 @@ def main():
             states=dict(type="dict"),
             names=dict(type="list", elements="str", default=[]),
             paused=dict(type="bool"),
-            missing=dict(type="str", default="fail", choices=list(vmi_policy_state.MISSING)),
+            missing=dict(type="str", default="fail", choices=list(policy_state.MISSING)),
             prefix=dict(type="str", default=DEFAULT_PREFIX),
         ),
         failed={"vms": []},
         name_fields=("names",),
     )
-    request = module.checked(vmi_policy_state.check_request)
-    results = module.with_client(lambda client: vmi_policy_state.PolicyStateRunner(client, request).run())
+    request = module.checked(policy_state.check_request)
+    results = module.with_client(lambda client: PolicyStateRunner(client, request).run())
     exit_fleet(module, results, "VM", "vms",
-               describe=lambda result: vmi_policy_state.report_line(result, module.check_mode))
+               describe=lambda result: policy_state.report_line(result, module.check_mode))
 
 
 if __name__ == "__main__":

@@ -167,7 +167,8 @@ vms:
       usage_rounds: [{cpus_used: 1.93, steal_cpus: 0.41}]
 """
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_cpu_info
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import usage
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.usage_reader import VmCpuReader
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.overcommit.control.plugins.module_utils.prometheus import client as prometheus
@@ -184,7 +185,7 @@ def main():
     )
     spec.update(prometheus.connection_argument_spec())
     module = K8sModule(spec, failed={"vms": []}, name_fields=("names",))
-    request = module.checked(vm_cpu_info.check_request)
+    request = module.checked(usage.check_request)
     params = module.params
 
     def read(client):
@@ -193,7 +194,7 @@ def main():
             source = prometheus.PrometheusClient(params["prometheus_url"], params["prometheus_token"],
                                                  params["prometheus_validate_certs"], params["prometheus_ca_cert"],
                                                  params["prometheus_timeout"])
-        reader = vm_cpu_info.VmCpuReader(client, source, request)
+        reader = VmCpuReader(client, source, request)
         return reader.read(params["namespace"], params["names"], params["label_selector"])
     vms = module.with_client(read, refusals=(prometheus.PrometheusError,))
     module.exit_json(changed=False, vms=vms)

@@ -302,8 +302,8 @@ import socket
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock, record_fields
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as vmi_cpu_limit
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.runner import CpuLimitRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 

@@ -274,10 +274,10 @@ risky:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, vm_resources
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import VmResourcesRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import instancetypes, vm_resources
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static.runner import VmResourcesRunner
 
 
 def main():

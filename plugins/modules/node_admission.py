@@ -267,8 +267,8 @@ import socket
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock, record_fields
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.admission import AdmissionRunner
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.runner import AdmissionRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 

@@ -156,7 +156,7 @@ nodes_not_found:
 
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.node_report import gather
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.nodes.reader import gather
 
 
 def main():

@@ -98,6 +98,22 @@ def test_the_pure_layers_do_no_io(layer):
     assert not wrong, "\n".join(wrong)
 
 
+def test_in_k8s_only_runners_and_readers_use_the_client():
+    """k8s/ keeps pure planning and I/O apart by name: only client.py,
+    module.py, events.py and the *runner.py / *reader.py files import the
+    client; every other file is pure."""
+    folder = os.path.join(PLUGINS, "module_utils", "k8s")
+    wrong = []
+    for path in python_files(folder):
+        name = os.path.basename(path)[:-3]
+        if name in ("client", "module", "events") or name.endswith(("runner", "reader")):
+            continue
+        for found in imports(path):
+            if found.startswith(PREFIX + "module_utils.k8s.client"):
+                wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), found))
+    assert not wrong, "\n".join(wrong)
+
+
 def test_filters_use_no_client():
     wrong = []
     for path in python_files(os.path.join(PLUGINS, "filter")):

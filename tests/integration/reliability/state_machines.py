@@ -33,9 +33,9 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock, record_fields, utc_now
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.admission import AdmissionRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClient
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.runner import AdmissionRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient

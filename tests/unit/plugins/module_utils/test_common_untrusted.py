@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation
 

@@ -14,7 +14,8 @@ from ansible_collections.overcommit.control.plugins.filter.plan import plan_revi
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe, recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_cpu_info, vmi_policy_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import (
+    usage as vm_cpu_info, policy_state as vmi_policy_state)
 
 NOW = 1_700_000_000
 TIMES = [NOW - 20, NOW - 10, NOW]

@@ -12,10 +12,10 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.runner import CpuLimitRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_runner import CpuLimitRunner
 
 PREFIX = "overcommit.control/"
 

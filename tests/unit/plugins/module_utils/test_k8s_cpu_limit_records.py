@@ -11,7 +11,7 @@ import json
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.untrusted import MAX_CHARS, MAX_DEPTH
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import (
     AppliedRecord, ThrottleRecord, same_record_text)
 
 

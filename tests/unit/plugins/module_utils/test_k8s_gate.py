@@ -3,7 +3,8 @@ import json
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate, metadata, taints
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate, taints
 
 PREFIX = "overcommit.control/"
 FOREIGN = {"key": "example.com/maintenance", "effect": "NoSchedule", "value": "disk"}

@@ -9,8 +9,9 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import (
-    instancetypes, merge_patch, vm_instancetype, vm_resources)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import (
+    instancetypes, vm_instancetype, vm_resources)
 
 GI = 2 ** 30
 DEDICATED = {"name": "dedicated-2c2g", "class": "dedicated", "cpus": 2, "memory": "2Gi"}

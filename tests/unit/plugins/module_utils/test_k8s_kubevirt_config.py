@@ -2,7 +2,8 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import allocation
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import kubevirt_config, merge_patch, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import config as kubevirt_config
 
 
 def params(**given):

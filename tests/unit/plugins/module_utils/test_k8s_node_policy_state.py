@@ -8,8 +8,10 @@ import pytest
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_node
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import admission, events, gate, node_usage
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import events
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import runner as admission, plan as gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.nodes import usage as node_usage
 
 PREFIX = "overcommit.control/"
 FIELDS = {"reason": "gate_pressure: PSI 45 %", "time": "2026-01-05T10:00:00Z", "by": "loop", "plan": "plan-1"}

@@ -2,7 +2,7 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_resources
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import vm_resources
 
 MI, GI = 2 ** 20, 2 ** 30
 

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_plan as limit_plan
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import plan as limit_plan
 
 PREFIX = "overcommit.control/"
 FIELDS = {"reason": "INC-1", "by": "ops", "time": "2026-01-05T10:00:00Z"}

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import overcommit
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import node_usage
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.nodes import usage as node_usage
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import esxi_guard, node_map
 
 GI = 2 ** 30

@@ -5,8 +5,8 @@
 virt-launcher pod's `compute` container, changed in place through the pod's
 `resize` subresource. This module is the task's request (its options,
 checked) and its report (before/after, Events, one line per VMI); reading
-the state is cpu_limit_state, planning the change cpu_limit_plan, writing
-it cpu_limit_runner, the records' types cpu_limit_records. Pure.
+the state is state.py, planning the change plan.py, writing it runner.py
+(with reader.py), the records' types records.py. Pure.
 
 Three annotations on the VirtualMachineInstance carry the state, so that a
 new launcher pod (live migration), which starts with the template's limit,
@@ -30,9 +30,9 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata, quantity
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import (
     AppliedRecord, ThrottleRecord, shown)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_state import (
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.state import (
     NODE_APPLIED, NODE_PENDING, node_text, pod_view)
 
 THROTTLED, RESTORED, RECONCILED = "throttled", "restored", "reconciled"

@@ -25,7 +25,8 @@ import json
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since, seen_of_node
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, taints as node_taints
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import taints as node_taints
 
 STATES = ("gated", "open")
 DEFAULT_TAINT = {"key": "gated", "effect": "NoSchedule"}

@@ -5,7 +5,8 @@
 state in the VMI's annotation <prefix>policy (compact JSON, as on nodes),
 the kill switch as the label <prefix>paused=true on the VirtualMachine that
 owns the VMI (so that it outlives a restart) or on a VMI of its own. Each
-write is a merge patch carrying the resourceVersion it was planned from."""
+write is a merge patch carrying the resourceVersion it was planned from.
+Pure: the request and the patches; policy_state_runner.py writes them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,10 +14,8 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate, metadata
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import namespaced_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 
 MISSING = ("fail", "ignore")
 
@@ -72,50 +71,6 @@ def paused_patch(obj, paused, keys):
     if _paused(obj, keys) == paused:
         return None
     return {"metadata": {"labels": {keys["paused"]: "true" if paused else None}}}
-
-
-class PolicyStateRunner(object):
-    def __init__(self, client, request):
-        self.client = client
-        self.request = request
-
-    def run(self):
-        return [self.handle(key, wanted) for key, wanted in sorted(self.request["wanted"].items())]
-
-    def handle(self, key, wanted):
-        keys = self.request["keys"]
-        namespace, name = key.split("/", 1)
-        result = {"name": key, "changed": False}
-        path = namespaced_path(namespace, "virtualmachineinstances", name)
-        try:
-            try:
-                vmi = self.client.get(path)
-            except K8sClientError as exc:
-                if exc.status != 404:
-                    raise
-                if self.request["missing"] == "ignore":
-                    return dict(result, skipped=True, msg="VMI %s not found" % key)
-                return dict(result, failed=True, msg="VMI %s not found" % key)
-            owner = limit_state.owning_vm(vmi)
-            _vmi, written, _conflicts = self.client.read_modify_write(
-                path, lambda obj: policy_patch(obj, wanted, keys), current=vmi)
-            result["changed"] = written is not None
-            if "paused" in wanted:
-                # The switch lives where a restart keeps it: on the VirtualMachine when there is one.
-                holders = [namespaced_path(namespace, "virtualmachines", owner), path] if owner else [path]
-                for index, holder in enumerate(holders):
-                    # Clearing removes it from both; setting puts it on the first.
-                    paused = wanted["paused"] and index == 0
-                    _obj, patch, _conflicts = self.client.read_modify_write(
-                        holder, lambda obj, paused=paused: paused_patch(obj, paused, keys))
-                    result["changed"] = result["changed"] or patch is not None
-            if "state" in wanted:
-                result["policy"] = wanted["state"]
-            if "paused" in wanted:
-                result["paused"] = wanted["paused"]
-        except (K8sClientError, ValueRangeError) as exc:
-            result.update(failed=True, msg=str(exc))
-        return result
 
 
 def report_line(result, check_mode=False):

@@ -10,8 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import instancetypes
 
 CREATED, UPDATED, DELETED, UNCHANGED, ABSENT = "created", "updated", "deleted", "unchanged", "absent"
 

@@ -4,8 +4,8 @@
 """Planning a change of the KubeVirt CPU brake: the compute CPU limit a VMI's
 launcher should get (or the refusal, with the reason), and the patches that
 make the VMI's annotations, its VirtualMachine's copy and the pod's resize
-say so. Pure: views (cpu_limit_state) in, patches out; the runner
-(cpu_limit_runner) writes them."""
+say so. Pure: views (state.py) in, patches out; the runner
+(runner.py) writes them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,12 +18,12 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain import p
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import check_cap_brakes
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import (
     AppliedRecord, ThrottleRecord, same_record_text)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_state import (
-    COMPUTE, LimitRefusal, earlier_record, has_record, pod_view, qos_class, seen, stale_vm_copy, wanted_desired)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.vmi_cpu_limit import (
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.request import (
     LEAST_CPUS, RECONCILED, RESTORED, THROTTLED)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.state import (
+    COMPUTE, LimitRefusal, earlier_record, has_record, pod_view, qos_class, seen, stale_vm_copy, wanted_desired)
 
 
 class ChangedSinceRead(Exception):

@@ -10,17 +10,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, kubevirt_config, vm_instancetype
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vm_resources
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
-
-API = "/apis/kubevirt.io/v1"
-
-
-def namespaced_path(namespace, plural, name=None):
-    path = "%s/namespaces/%s/%s" % (API, namespace, plural)
-    return "%s/%s" % (path, name) if name else path
-
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import API, namespaced_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import (
+    instancetypes, config as kubevirt_config, vm_instancetype)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import vm_resources
 
 def find_kubevirt(client, namespace=None, name=None):
     """The KubeVirt CR: the one named, else the only one in the namespace

@@ -14,7 +14,8 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity, vm_instancetype
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import vm_instancetype
 
 MODES = ("enforce", "audit")
 CLASS_LABEL = "class"

@@ -15,8 +15,9 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock as utc_clock
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import events
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 
 NODES = "/api/v1/nodes"
 # Up to this many nodes are read one by one; more in one list of the fleet.

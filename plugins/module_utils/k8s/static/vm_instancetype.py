@@ -20,7 +20,8 @@ import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import instancetypes, merge_patch, metadata, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import instancetypes
 
 # Options that set what an instancetype sets: refused together with one.
 RESOURCE_OPTIONS = ("vm_class", "cpu_request", "cpu_limit", "memory_guest", "memory_request", "memory_limit")

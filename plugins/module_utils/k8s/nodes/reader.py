@@ -2,14 +2,14 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read nodes and the pods on them over one connection, and sum them with
-the pure functions of `node_usage`. Read only."""
+the pure functions of `usage.py`. Read only."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import node_usage
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.nodes import usage as node_usage
 
 NODES = "/api/v1/nodes"
 PODS = "/api/v1/pods"

@@ -2,7 +2,7 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one reader of the KubeVirt objects the CPU brake acts on, for the
-brake's writer (cpu_limit_runner) and its info module (vm_cpu_info): the
+brake's writer (runner.py) and its info reader (usage_reader.py): the
 VirtualMachineInstances a task names or selects, their VirtualMachines'
 metadata and their launcher pods, each kind in one list for the whole task."""
 
@@ -10,9 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import API, namespaced_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import API, namespaced_path
 
 
 def pods_path(namespace=None):

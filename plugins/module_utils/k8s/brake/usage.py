@@ -13,7 +13,9 @@ kubevirt_vmi_cpu_usage_seconds_total (all CPU the VM burnt) and
 kubevirt_vmi_vcpu_delay_seconds_total (time its vCPUs were runnable but
 waited for a host CPU: the guest's steal), both counters labelled with the
 VMI's namespace and name, taken as rates over a window ending at each time
-asked for."""
+asked for.
+
+Pure: the request, the queries and each VM's entry; usage_reader.py reads."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,11 +23,10 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import gate
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import vmi_cpu_limit as brake
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import shown
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_reader import KubevirtReader
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import shown
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 
 USAGE_METRIC = "kubevirt_vmi_cpu_usage_seconds_total"
 DELAY_METRIC = "kubevirt_vmi_vcpu_delay_seconds_total"
@@ -109,45 +110,3 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         entry["usage_rounds"] = usage_rounds
         entry["usage"] = dict(usage_rounds[-1], window_seconds=window) if usage_rounds else {}
     return entry
-
-
-class VmCpuReader(object):
-    """One read of many VMIs over one Kubernetes connection, with their
-    usage from one Prometheus (None: no usage)."""
-
-    def __init__(self, client, prometheus, request):
-        self.client = client
-        self.prometheus = prometheus
-        self.request = request
-
-    def usage(self, namespace):
-        """[{namespace/name: usage}] at each of the request's times."""
-        queries = usage_queries(namespace, self.request["window"])
-        return [usage_by_vmi(dict((key, self.prometheus.query(expr, at)) for key, expr in queries.items()))
-                for at in self.request["times"]]
-
-    def read(self, namespace, names, label_selector):
-        keys = self.request["keys"]
-        # The brake's own selection of VMIs, their VirtualMachines and launcher pods.
-        reader = KubevirtReader(self.client)
-        targets, vmis = reader.select(namespace, names, label_selector)
-        vms = reader.virtual_machines(namespace) if targets else {}
-        pods = reader.launcher_pods(namespace) if vmis else {}
-        rounds = self.usage(namespace) if self.prometheus is not None and vmis else None
-        out = []
-        for key in targets:
-            if key not in vmis:
-                out.append({"name": key, "failed": True, "msg": "VMI %s not found" % key})
-                continue
-            vm = reader.owning_vm(key, vmis[key], vms)
-            view = limit_state.vmi_view(vmis[key], keys, vm)
-            try:
-                pod = limit_state.launcher_pod(view, pods.get(view["uid"]) or [])
-            except limit_state.LimitRefusal:
-                pod = None
-            usage_rounds = None
-            if rounds is not None:
-                empty = {"cpus_used": None, "steal_cpus": None}
-                usage_rounds = [dict(r.get(key) or empty) for r in rounds]
-            out.append(vm_entry(view, vmis[key], pod, keys, usage_rounds, self.request["window"]))
-        return out

@@ -14,8 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.cpu_limit_records import (
-    AppliedRecord, ThrottleRecord)
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import AppliedRecord, ThrottleRecord
 
 COMPUTE = "compute"
 LAUNCHER_SELECTOR = "kubevirt.io=virt-launcher"

@@ -4,12 +4,12 @@
 """Writing the KubeVirt CPU brake: throttle, restore and reconcile the CPU
 limit of many running VMs over one connection. One list of the launcher pods
 and one of the VirtualMachines' metadata for the whole task; then per VMI
-its state is read (cpu_limit_state), the change planned (cpu_limit_plan) and
+its state is read (state.py), the change planned (plan.py) and
 written here - the desired cap on the VMI and its VM, the resize of its
 launcher pod, the applied record - and announced by an Event. One VMI
 failing is reported (and announced by a Warning Event) and the others go on.
 Last, each launcher pod's node is asked whether it applied the limit
-(cpu_limit_state.node_answer), and with `wait` asked again until it has, it
+(state.node_answer), and with `wait` asked again until it has, it
 refused, or the time is up; a refusal or a wait that ran out fails that VMI."""
 
 from __future__ import absolute_import, division, print_function
@@ -19,13 +19,14 @@ __metaclass__ = type
 import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, vmi_cpu_limit as brake
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_state as limit_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import cpu_limit_plan as limit_plan
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import events
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import plan as limit_plan
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.reader import KubevirtReader, pods_path
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import (
     STRATEGIC_MERGE_PATCH, K8sClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt import namespaced_path
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_reader import KubevirtReader, pods_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import namespaced_path
 
 ACTIONS = {"throttle": ("Throttle", "CPULimitApplied"), "reconcile": ("Reconcile", "CPULimitApplied"),
            "restore": ("Restore", "CPULimitRestored")}
