@@ -120,7 +120,7 @@ summary:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import policy_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.policy_state_runner import PolicyStateRunner
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.policy_state_runner import VmiPolicyStateRunner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
@@ -138,7 +138,7 @@ def main():
         name_fields=("names",),
     )
     request = module.checked(policy_state.check_request)
-    results = module.with_client(lambda client: PolicyStateRunner(client, request).run())
+    results = module.with_client(lambda client: VmiPolicyStateRunner(client, request).run())
     exit_fleet(module, results, "VM", "vms",
                describe=lambda result: policy_state.report_line(result, module.check_mode))
 

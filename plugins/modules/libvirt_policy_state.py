@@ -191,7 +191,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.record i
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import PolicyStateRunner
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import DomainPolicyStateRunner
 
 
 def main():
@@ -210,8 +210,8 @@ def main():
         name_fields=("domains",),
         required_one_of=[("states", "paused")],
     )
-    runner = PolicyStateRunner(None, module.params, module.check_mode, now=utc_now(),
-                               requested_by=requester(module.params))
+    runner = DomainPolicyStateRunner(None, module.params, module.check_mode, now=utc_now(),
+                                     requested_by=requester(module.params))
     module.checked(lambda params: runner.validate())
     exit_fleet(module, module.with_client(runner.run_over), "domain", "domains", describe=runner.report_line)
 

@@ -118,8 +118,8 @@ def test_filters_use_no_client():
     wrong = []
     for path in python_files(os.path.join(PLUGINS, "filter")):
         for name in imports(path):
-            if name.startswith(PREFIX + "module_utils.") and (name.endswith(".client") or ".client." in name
-                                                               or name.endswith(".module")):
+            platform_io = name.endswith((".client", ".module")) or ".client." in name
+            if name.startswith(PREFIX + "module_utils.") and platform_io:
                 wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
             if name.split(".")[0] in IO_MODULES:
                 wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))

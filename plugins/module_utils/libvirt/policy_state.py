@@ -5,7 +5,7 @@
 many libvirt domains as one metadata element each (domain_xml.policy_xml).
 
 `plan_policy` (pure) decides what one target of one domain should hold;
-PolicyStateRunner reads, plans and writes many domains over one connection,
+DomainPolicyStateRunner reads, plans and writes many domains over one connection,
 each under its lock (lock.DomainLocks) so that a state written by a cycle
 and a pause set by an operator at the same time never drop one another."""
 
@@ -98,7 +98,7 @@ def report_line(result, check_mode=False):
     return "%s: %s%s" % (name, "would be: " if check_mode else "", ", ".join(done) or "written")
 
 
-class PolicyStateRunner(object):
+class DomainPolicyStateRunner(object):
     """One task: states and/or the kill switch for many domains."""
 
     def __init__(self, client, params, check_mode, now, requested_by):

@@ -14,7 +14,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.polic
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import namespaced_path
 
-class PolicyStateRunner(object):
+
+class VmiPolicyStateRunner(object):
     def __init__(self, client, request):
         self.client = client
         self.request = request

@@ -13,6 +13,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake impor
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.reader import KubevirtReader
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.usage import usage_by_vmi, usage_queries, vm_entry
 
+
 class VmCpuReader(object):
     """One read of many VMIs over one Kubernetes connection, with their
     usage from one Prometheus (None: no usage)."""

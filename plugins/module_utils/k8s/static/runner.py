@@ -16,6 +16,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.static impo
     instancetypes, config as kubevirt_config, vm_instancetype)
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import vm_resources
 
+
 def find_kubevirt(client, namespace=None, name=None):
     """The KubeVirt CR: the one named, else the only one in the namespace
     (or the cluster)."""

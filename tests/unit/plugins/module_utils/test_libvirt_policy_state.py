@@ -126,8 +126,8 @@ def test_report_lines():
 
 def test_validate_refuses_before_any_connection():
     def refused(**params):
-        runner = policy_state.PolicyStateRunner(None, dict({"domains": [], "lock_dir": "/x"}, **params), False,
-                                                "now", "me")
+        runner = policy_state.DomainPolicyStateRunner(None, dict({"domains": [], "lock_dir": "/x"}, **params), False,
+                                                      "now", "me")
         with pytest.raises(ValueRangeError) as error:
             runner.validate()
         return error.value.field
