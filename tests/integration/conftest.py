@@ -33,14 +33,49 @@ LAB = _load_lab_env()
 E2E_TIMEOUT = 1200
 
 
+# How the integration tests share the lab when scripts/test runs them on
+# several workers (pytest-xdist --dist loadgroup): each test says which
+# shared lab object it writes or reads whole, as one of
+#   xdist_group(name)  the tests of one group run one after another on one
+#                      worker: "libvirt" (the lab's guests and host-wide
+#                      reads of its domains, and the tests that wait on
+#                      the lab's Alertmanager), "vcsim" (the lab's vCenter
+#                      inventory), "lab-node-a";
+#   isolated           it uses only objects it makes itself (random names);
+#   serial             it needs the machine to itself: it measures CPU, loads
+#                      both cores, or changes what every other test reads;
+#                      scripts/test runs these after the others, one by one.
+SHARING = ("xdist_group", "isolated", "serial")
+
+
 def pytest_collection_modifyitems(config, items):
     here = os.path.dirname(os.path.abspath(__file__))
+    undeclared = []
     for item in items:
         if not str(item.fspath).startswith(here + os.sep):
             continue
         item.add_marker(pytest.mark.lab)
+        if item.get_closest_marker("contention"):
+            item.add_marker(pytest.mark.serial)
         if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
+        if not any(item.get_closest_marker(name) for name in SHARING):
+            undeclared.append(item.nodeid)
+    if undeclared:
+        raise pytest.UsageError("these tests do not say how they share the lab (mark them %s; see integration/conftest.py): %s"
+                                % (", ".join(SHARING), ", ".join(undeclared)))
+
+
+def pytest_collection_finish(session):
+    # pytest-xdist groups a test by a suffix it puts on the test's id: should
+    # a pytest or xdist release stop that from taking, tests of one group would
+    # run side by side with nothing to say so.
+    if getattr(session.config.option, "loadgroup", False):
+        lost = [item.nodeid for item in session.items
+                if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+        if lost:
+            raise pytest.UsageError("pytest-xdist did not put %d grouped tests in their group (e.g. %s): check the "
+                                    "pytest and pytest-xdist versions in requirements.txt" % (len(lost), lost[0]))
 
 
 @pytest.fixture(scope="session")

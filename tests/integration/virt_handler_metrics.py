@@ -14,7 +14,8 @@ import os
 import threading
 import time
 
-FILE_NAME = "overcommit-test-kubevirt-vmi.prom"
+# One file per test process: tests running side by side serve their own VMs.
+FILE_NAME = "overcommit-test-kubevirt-vmi-%d.prom"
 HEADER = """# HELP kubevirt_vmi_cpu_usage_seconds_total Total CPU time spent in all modes (sum of both vcpu and hypervisor usage).
 # TYPE kubevirt_vmi_cpu_usage_seconds_total counter
 # HELP kubevirt_vmi_vcpu_delay_seconds_total Amount of time spent by each vcpu waiting in the queue instead of running.
@@ -24,7 +25,7 @@ HEADER = """# HELP kubevirt_vmi_cpu_usage_seconds_total Total CPU time spent in 
 
 class VirtHandlerMetrics(object):
     def __init__(self, textfile_dir, tick=0.5):
-        self.path = os.path.join(textfile_dir, FILE_NAME)
+        self.path = os.path.join(textfile_dir, FILE_NAME % os.getpid())
         self.tick = tick
         self.vms = {}
         self.lock = threading.Lock()

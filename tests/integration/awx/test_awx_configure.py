@@ -23,6 +23,8 @@ import yaml
 import playbook_forkserver
 from run_module import ROOT
 
+pytestmark = pytest.mark.isolated
+
 BIN = os.path.dirname(sys.executable)
 PLAYBOOKS = os.path.join(ROOT, "playbooks")
 PLAYBOOK = os.path.join(PLAYBOOKS, "awx_configure.yml")

@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 
 from run_module import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.isolated]
 
 BIN = os.path.dirname(sys.executable)
 DEFINITION = os.path.join(ROOT, "execution-environment.yml")

@@ -52,7 +52,7 @@ import yaml
 
 from run_module import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("lab-node-a")]
 
 BIN = os.path.dirname(sys.executable)
 RUNNER = os.path.join(BIN, "ansible-runner")

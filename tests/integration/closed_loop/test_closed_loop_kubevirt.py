@@ -26,7 +26,7 @@ from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
 import playbook_forkserver
 from run_module import INVENTORY, ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
 POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.2, "floor_fraction": 0.1,
           "pressure_relax": 100.0}

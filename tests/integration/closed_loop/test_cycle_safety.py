@@ -18,7 +18,7 @@ import pytest
 
 from run_module import INVENTORY, ROOT, run_module, run_playbook
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
 HOST = "lab-hypervisor"
 VM = "oc-lab-idle-4"

@@ -21,7 +21,7 @@ import yaml
 import playbook_forkserver
 from run_module import INVENTORY as LAB_INVENTORY, ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
 BIN = os.path.dirname(sys.executable)
 INVENTORY = {"all": {"hosts": {"localhost": {"ansible_connection": "local"}}}}

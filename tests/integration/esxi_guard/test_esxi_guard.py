@@ -16,6 +16,8 @@ import lab_fixture
 import playbook_forkserver
 from run_module import INVENTORY, ROOT, run_module
 
+pytestmark = pytest.mark.xdist_group("vcsim")
+
 GIB = 2 ** 30
 HOST_LABEL = "overcommit.control/esxi-host"
 TAINT = "overcommit.control/esxi-pressure"

@@ -4,7 +4,11 @@ real guest's cgroup while libvirt_cputune caps it."""
 
 import time
 
+import pytest
+
 from run_module import run_module
+
+pytestmark = pytest.mark.xdist_group("libvirt")
 
 
 def test_a_throttled_busy_guest_shows_pressure_and_rising_throttle_counters(busy_guest):

@@ -9,12 +9,15 @@ Unreachable values are refused naming the option before any request."""
 import json
 import time
 
+import pytest
 import yaml
 
 from apiproxy import ApiProxy, kubeconfig_parts
 from connectproxy import ConnectProxy
 from nodes import node_state
 from run_module import run_module
+
+pytestmark = pytest.mark.isolated
 
 GATE = ("overcommit.control/gated", None, "NoSchedule")
 OPERATOR_USER = "overcommit-operator"

@@ -10,12 +10,15 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+import pytest
 import urllib3
 from kubernetes import client
 
 from apiproxy import FORWARDED_HEADERS, LoopbackServer, kubeconfig_parts
 from nodes import node_state
 from run_module import run_module
+
+pytestmark = pytest.mark.isolated
 
 GATE = ("overcommit.control/gated", None, "NoSchedule")
 

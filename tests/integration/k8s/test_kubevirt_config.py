@@ -10,6 +10,8 @@ from kubernetes import client
 from apiproxy import ApiProxy, kubeconfig_parts
 from run_module import run_module
 
+pytestmark = pytest.mark.isolated
+
 NAMESPACE = "lab"
 FOREIGN_CONFIGURATION = {"developerConfiguration": {"featureGates": ["Snapshot"]}, "imagePullPolicy": "IfNotPresent"}
 

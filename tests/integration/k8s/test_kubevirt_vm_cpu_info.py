@@ -19,6 +19,8 @@ from kubevirt_fleet import NAMESPACE, Fleet
 from run_module import run_module
 from virt_handler_metrics import VirtHandlerMetrics
 
+pytestmark = pytest.mark.isolated
+
 PREFIX = "overcommit.control/"
 
 

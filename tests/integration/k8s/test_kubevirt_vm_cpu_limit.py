@@ -16,6 +16,8 @@ from kubevirt_fleet import GROUP, NAMESPACE, VERSION, Fleet
 from run_module import run_module
 from run_module import run_playbook as run_lab_playbook
 
+pytestmark = pytest.mark.isolated
+
 PREFIX = "overcommit.control/"
 DESIRED, APPLIED, RECORD = PREFIX + "cpu-limit", PREFIX + "cpu-limit-applied", PREFIX + "cpu-limit-throttle"
 

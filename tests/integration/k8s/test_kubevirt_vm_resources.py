@@ -11,6 +11,8 @@ from kubernetes import client
 from apiproxy import ApiProxy, kubeconfig_parts
 from run_module import run_module
 
+pytestmark = pytest.mark.isolated
+
 NAMESPACE = "lab"
 GROUP, VERSION = "kubevirt.io", "v1"
 CLASS = "overcommit.control/class"

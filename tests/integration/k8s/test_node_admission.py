@@ -4,9 +4,13 @@ ansible-playbook. Every test works on Node objects it creates."""
 import json
 import threading
 
+import pytest
+
 from apiproxy import ApiProxy, kubeconfig_parts
 from nodes import add_foreign_taint, node_state
 from run_module import run_module
+
+pytestmark = pytest.mark.isolated
 
 PREFIX = "overcommit.control/"
 GATE = (PREFIX + "gated", None, "NoSchedule")

@@ -20,6 +20,8 @@ from apiproxy import ApiProxy, kubeconfig_parts
 from nodes import add_foreign_taint, node_state
 from run_module import INVENTORY, ROOT
 
+pytestmark = pytest.mark.isolated
+
 PREFIX = "overcommit.control/"
 STATE = {"rule": "gate_pressure", "gated_at": 1767607200}
 

@@ -16,6 +16,8 @@ import test_kubevirt_vm_resources
 from run_module import run_module, run_playbook
 from test_kubevirt_vm_resources import CLASS, NAMESPACE, domain
 
+pytestmark = pytest.mark.isolated
+
 # VMs (and a VMI for a running one) made for the test and deleted afterwards.
 vms = test_kubevirt_vm_resources.vms
 

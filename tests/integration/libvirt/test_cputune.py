@@ -11,6 +11,8 @@ from domain_records import element_of, planted
 from measure import TOLERANCE_CPUS, check_braked, check_recovered, cpu_rate
 from run_module import run_module, run_playbook
 
+pytestmark = pytest.mark.xdist_group("libvirt")
+
 HOST = "lab-hypervisor"
 CLASS_NAMESPACE = "https://overcommit.control/xmlns/vm/1"
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
@@ -47,6 +49,7 @@ def idle4(libvirt_conn, restore_after):
     return libvirt_conn.lookupByName("oc-lab-idle-4")
 
 
+@pytest.mark.serial  # measures the guest's CPU rate against its own
 def test_throttle_caps_measured_usage_and_restore_returns_exact_values_and_usage(libvirt_conn, busy_guest,
                                                                                  restore_after):
     restore_after.append("oc-lab-busy-1")
@@ -89,6 +92,7 @@ def test_throttle_caps_measured_usage_and_restore_returns_exact_values_and_usage
     assert not cputune({"domains": ["oc-lab-busy-1"], "state": "restored"})["changed"]
 
 
+@pytest.mark.serial  # measures the guest's CPU rate against its own
 def test_cap_set_with_persistence_survives_a_guest_restart(libvirt_conn, busy_guest, restore_after):
     restore_after.append("oc-lab-busy-1")
     unthrottled = cpu_rate(libvirt_conn, busy_guest)

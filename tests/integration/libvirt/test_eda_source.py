@@ -3,7 +3,11 @@ guest raises a pressure event, idle guests under the threshold do not."""
 
 import asyncio
 
+import pytest
+
 from ansible_collections.overcommit.control.extensions.eda.plugins.event_source import libvirt_cpu_pressure
+
+pytestmark = pytest.mark.xdist_group("libvirt")
 
 
 class ListQueue:

@@ -14,6 +14,8 @@ import yaml
 
 from run_module import INVENTORY, ROOT, run_module
 
+pytestmark = pytest.mark.xdist_group("libvirt")
+
 HOST = "lab-hypervisor"
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
 CONFIG = libvirt.VIR_DOMAIN_AFFECT_CONFIG

@@ -7,6 +7,8 @@ import pytest
 
 from run_module import run_module
 
+pytestmark = pytest.mark.xdist_group("libvirt")
+
 HOST = "lab-hypervisor"
 GUESTS = ("oc-lab-idle-1", "oc-lab-idle-4", "oc-lab-busy-2")
 

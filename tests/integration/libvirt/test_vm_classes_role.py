@@ -3,9 +3,13 @@ a small fleet of the lab's guests classified in one run from a domain to
 class map, a second run changing nothing, the brake honouring the classes,
 and the guests' classes put back as the lab defined them afterwards."""
 
+import pytest
+
 import test_vm_class
 from run_module import run_module, run_playbook
 from test_vm_class import HOST, classes_of
+
+pytestmark = pytest.mark.xdist_group("libvirt")
 
 # The guests' classes as the lab defined them, put back after the test.
 lab_classes = test_vm_class.lab_classes

@@ -18,7 +18,9 @@ import yaml
 
 from lab_logs import fail_with_log
 
-pytestmark = pytest.mark.e2e
+# In the libvirt group with the eda alert test: both write overcommit.prom
+# and wait on the lab's one Alertmanager.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SHIPPED_RULES = os.path.join(ROOT, "extensions", "prometheus", "overcommit-rules.yml")

@@ -5,10 +5,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 import playbook_forkserver
 from run_module import INVENTORY, ROOT
+
+pytestmark = pytest.mark.xdist_group("libvirt")
 
 
 def run_role(tmp_path, **role_vars):

@@ -14,7 +14,7 @@ from kubernetes import client
 from kubevirt_fleet import NAMESPACE, RUN_LABEL
 from standin import lab_node, tolerate_lab_node, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 GATE_TAINT = "overcommit.control/gated"
 

@@ -22,7 +22,7 @@ from measure import TOLERANCE_CPUS, check_braked, check_recovered
 from run_module import run_playbook
 from standin import NodeFleet, lab_node
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 APPLIED = PREFIX + "cpu-limit-applied"
 # A two-vCPU VM braked to a fifth of a CPU, under its floor (a quarter of its

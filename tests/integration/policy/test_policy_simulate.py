@@ -5,8 +5,12 @@ import json
 import os
 import sys
 
+import pytest
+
 import playbook_forkserver
 from run_module import ROOT, run_module
+
+pytestmark = pytest.mark.isolated
 
 PLAYBOOK = os.path.join(ROOT, "playbooks", "simulate.yml")
 

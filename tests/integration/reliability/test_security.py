@@ -29,6 +29,9 @@ from kubernetes import client
 from apiproxy import LoopbackServer, kubeconfig_parts
 from run_module import INVENTORY, ROOT, run_module
 
+# A planted domain (oc-sec-*) trips host-wide reads of libvirt: those tests are
+# in the libvirt group; the others use objects of their own.
+
 TEMPLATE = "{{ lookup('pipe', 'id') }}"
 EVALUATED = "uid="  # what `id` prints, were the template ever rendered
 DEEP = "[" * 5000 + "]" * 5000  # deeper than json's recursion limit, under the size limit
@@ -62,6 +65,7 @@ def assert_certificate_refused(result, option):
     assert "retries" not in result, result  # a certificate does not pass: never retried
 
 
+@pytest.mark.isolated
 def test_kubernetes_modules_refuse_an_untrusted_api_server_certificate_unless_validate_certs_is_false(
         lab, make_nodes, tmp_path):
     """The lab's real kube-apiserver, reached without the lab's CA, by a
@@ -83,6 +87,7 @@ def test_kubernetes_modules_refuse_an_untrusted_api_server_certificate_unless_va
 
 # --- TLS: vSphere --------------------------------------------------------------
 
+@pytest.mark.xdist_group("vcsim")
 def test_vsphere_modules_refuse_vcsims_self_signed_certificate_unless_validate_certs_is_false(lab):
     """The lab's real vcsim and its self-signed certificate. The lab's
     environment sets VMWARE_VALIDATE_CERTS=false; both the environment and
@@ -170,6 +175,7 @@ def one_vmi(kube_admin):
     fleet.cleanup()
 
 
+@pytest.mark.isolated
 def test_the_prometheus_client_refuses_an_untrusted_certificate_unless_told(one_vmi, tmp_path):
     """kubevirt_vm_cpu_info reads usage from an HTTPS Prometheus (a loopback
     stand-in with a self-signed certificate made here; the VMI is real):
@@ -203,6 +209,7 @@ def uri_tasks(node):
     return []
 
 
+@pytest.mark.isolated
 def test_the_lab_demos_uri_tasks_that_send_a_token_have_no_log():
     """playbooks/lab_demo.yml as shipped: every uri task with an
     Authorization header keeps its arguments (the bearer token) out of the
@@ -297,6 +304,7 @@ def one_vm(kube_admin):
     fleet.cleanup()
 
 
+@pytest.mark.xdist_group("libvirt")
 def test_no_secret_shows_with_vvv(lab, planted_domain, one_vm):
     """Every module the lab demo runs (node_overcommit_info, node_admission,
     kubevirt_vm_resources, kubevirt_vm_cpu_limit, kubevirt_vm_cpu_info,
@@ -362,6 +370,7 @@ PLANTED = [
 ]
 
 
+@pytest.mark.isolated
 def test_a_nodes_oversized_deep_or_mistyped_annotations_make_its_records_unreadable_not_the_task_fail(
         lab, kube_admin, make_nodes):
     """Real Nodes whose gate record and policy state annotations hold an
@@ -396,6 +405,7 @@ def node_taints(core, name):
     return core.read_node(name).spec.taints or []
 
 
+@pytest.mark.isolated
 def test_template_text_in_a_node_annotation_comes_back_verbatim(lab, planted_node):
     """A real Node's gate record whose reason is Jinja2 text: the module's
     result and a debug of it print the text as it is, never its value."""
@@ -448,6 +458,7 @@ def domain_namespaces():
     return domain_xml.THROTTLE_NAMESPACE, domain_xml.POLICY_NAMESPACE
 
 
+@pytest.mark.xdist_group("libvirt")
 def test_a_domains_oversized_or_deep_metadata_fails_that_domain_alone(lab, planted_domain):
     """A real (never started) domain's throttle record carries a 1 MiB
     reason and its policy state a deeply nested JSON value: reading it
@@ -478,6 +489,7 @@ def test_a_domains_oversized_or_deep_metadata_fails_that_domain_alone(lab, plant
     assert domain.XMLDesc(0) == before
 
 
+@pytest.mark.xdist_group("libvirt")
 def test_template_text_in_domain_metadata_comes_back_verbatim_in_results_and_the_restore_summary(lab, planted_domain):
     """A real (never started) domain's throttle record with Jinja2 text as
     its reason and as a previous value: libvirt_cputune_info returns the
@@ -499,6 +511,7 @@ def test_template_text_in_domain_metadata_comes_back_verbatim_in_results_and_the
     assert "Traceback" not in output
 
 
+@pytest.mark.isolated
 def test_a_vmis_deep_or_template_annotations_are_read_as_data(kube_admin, one_vmi):
     """A real VMI (the lab's stand-in for KubeVirt's controllers) whose
     brake's throttle record is deeply nested JSON and whose desired cap is

@@ -30,6 +30,10 @@ import pytest
 from run_module import run_module
 from test_vsphere_transient_faults import DroppingProxy
 
+# Each test kills a server of its own (vcsim, kube-apiserver, a proxy in front
+# of libvirtd); the libvirt one defines domains (oc-gone-*) on the lab's
+# libvirtd, which host-wide reads see: it is in the libvirt group.
+
 LAB_BIN = os.path.join(os.environ.get("OVERCOMMIT_LAB_HOME", os.path.expanduser("~/.cache/overcommit-lab")), "bin")
 
 
@@ -156,6 +160,7 @@ def own_vcsim():
     server.kill()
 
 
+@pytest.mark.isolated
 def test_vcsim_killed_mid_batch_fails_the_vms_left_one_by_one_and_a_rerun_converges(own_vcsim):
     """A crash: vcsim is killed (SIGKILL) as soon as the task has defined its
     record attribute, while it writes records and reconfigures
@@ -187,6 +192,7 @@ def test_vcsim_killed_mid_batch_fails_the_vms_left_one_by_one_and_a_rerun_conver
     assert again["changed"] is False and not again.get("failed"), again
 
 
+@pytest.mark.isolated
 def test_vcsim_hung_mid_batch_then_back_loses_nothing_and_restores_exactly(own_vcsim):
     """A hang: vcsim is paused (SIGSTOP) as soon as the task has defined its
     record attribute, for 5 s, then resumed (SIGCONT) with its state; the
@@ -288,6 +294,7 @@ def own_apiserver(lab, tmp_path):
     server.kill()
 
 
+@pytest.mark.isolated
 def test_kube_apiserver_killed_mid_gate_fails_the_nodes_left_and_a_rerun_converges(
         own_apiserver, kube_admin, make_nodes):
     """20 real Nodes (in the lab's etcd), each with a foreign taint, gated
@@ -452,6 +459,7 @@ def spare_domains(libvirt_conn):
         domain.undefine()
 
 
+@pytest.mark.xdist_group("libvirt")
 def test_libvirtd_gone_mid_batch_fails_the_domain_left_and_restore_converges(lab, libvirt_conn, spare_domains,
                                                                              tmp_path):
     """libvirt_cputune throttles three domains through a proxy of the lab's

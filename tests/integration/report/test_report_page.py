@@ -14,7 +14,7 @@ from kubernetes import client
 from browser import chromium, parse
 from run_module import ROOT, run_playbook
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
 ARTEFACTS = os.path.join(ROOT, "tests", "output", "report")
 RUNNING = ("oc-lab-idle-1", "oc-lab-idle-4", "oc-lab-dedicated-2")

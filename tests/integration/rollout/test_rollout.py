@@ -17,7 +17,7 @@ import playbook_forkserver
 import rollout_fixture
 from run_module import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 UNITS = ("a", "b", "c", "d")
 TARGET_TEMPLATE = {"vm_class": "burstable", "cpu_request": "250m", "cpu_limit": "1", "memory_limit": "auto"}

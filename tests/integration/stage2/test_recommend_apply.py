@@ -24,7 +24,7 @@ from browser import chromium, parse
 from measure import check_braked, cpu_rate
 from run_module import ROOT, run_module, run_playbook
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 BUSY = ("oc-lab-busy-1", "oc-lab-busy-2", "oc-lab-busy-3")
 CULPRIT = "oc-lab-busy-1"

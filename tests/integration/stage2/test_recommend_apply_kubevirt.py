@@ -16,7 +16,7 @@ import pytest
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
 from run_module import run_module, run_playbook
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
 
 def environment(lab):

@@ -8,6 +8,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+pytestmark = pytest.mark.xdist_group("lab-node-a")
+
 VM_TEMPLATE = {
     "apiVersion": "kubevirt.io/v1",
     "kind": "VirtualMachine",

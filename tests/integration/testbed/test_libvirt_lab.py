@@ -1,10 +1,14 @@
 """The lab's libvirtd is real: a live whole-domain quota slows a busy guest."""
 
 import libvirt
+import pytest
 
 from measure import check_braked, check_recovered, cpu_rate
 
+pytestmark = pytest.mark.xdist_group("libvirt")
 
+
+@pytest.mark.serial  # measures the guest's CPU rate against its own
 def test_busy_guest_burns_one_cpu_until_a_global_quota_caps_it(libvirt_conn, busy_guest):
     # Unthrottled it takes what the 2-core host gives it (near 1 CPU when the host is idle):
     # the capped rate is compared with that, measured now, not with a fixed figure.

@@ -1,8 +1,11 @@
 """The lab's vSphere simulator answers pyVmomi: a VM's CPU reservation is
 reconfigured and read back."""
 
+import pytest
 from pyVim.task import WaitForTask
 from pyVmomi import vim
+
+pytestmark = pytest.mark.xdist_group("vcsim")
 
 
 def first_vm(si):

@@ -1,7 +1,10 @@
 """vsphere_overcommit_info against the lab's vcsim, driven as a real module
 and checked independently with pyVmomi."""
 
+import pytest
 from pyVmomi import vim
+
+pytestmark = pytest.mark.xdist_group("vcsim")
 
 MODULE = "vsphere_overcommit_info"
 MIB = 1024 * 1024

@@ -3,10 +3,13 @@ and checked independently with pyVmomi."""
 
 import json
 
+import pytest
 from pyVim.task import WaitForTask
 from pyVmomi import vim
 
 from vsphere_checks import allocation, record_of
+
+pytestmark = pytest.mark.xdist_group("vcsim")
 
 MODULE = "vsphere_vm_reservation"
 # Every field of both allocations: vcsim replaces a whole allocation with the

@@ -9,6 +9,10 @@ import json
 import socket
 import threading
 
+import pytest
+
+pytestmark = pytest.mark.xdist_group("vcsim")
+
 MODULE = "vsphere_overcommit_info"
 
 
