@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: host_pressure_info
 short_description: CPU, memory and I/O pressure, load, run queue and per-VM CFS throttling of a hypervisor host
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Run on a hypervisor host (or a Kubernetes node). Reports the kernel's pressure stall information (PSI
     C(some) and C(full), avg10/avg60/avg300 in percent and the totals in seconds) for CPU, memory and I/O

@@ -78,7 +78,7 @@ options:
     elements: str
     choices: [cpu_allocation_ratio, memory_overcommit, auto_cpu_limit_namespace_selector, vm_rollout_strategy]
     default: []
-    version_added: 0.2.0
+    version_added: 0.1.0
 """
 
 EXAMPLES = r"""

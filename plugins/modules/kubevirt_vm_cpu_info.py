@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kubevirt_vm_cpu_info
 short_description: CPU cap, class, policy state and measured CPU of many running KubeVirt VMs
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads, for many VirtualMachineInstances per task, what the control policy (roles C(overcommit.control.recommend),
     C(overcommit.control.apply_plan) and C(overcommit.control.closed_loop)) needs of a KubeVirt VM, in the shape

@@ -98,7 +98,7 @@ options:
       - The id of the approved plan this change carries out (role C(overcommit.control.apply_plan) passes it);
         kept in the record as C(plan), so the object itself says which plan changed it.
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   expected:
     description:
       - "What the caller read of each VMI, C(namespace/name) to C({cap_cpus, throttle_time}) as
@@ -109,7 +109,7 @@ options:
         C(resourceVersion), so of two runs that read the same VMI at the same time only one changes it. Roles
         C(overcommit.control.apply_plan) and C(overcommit.control.closed_loop) pass what the plan saw.
     type: dict
-    version_added: 0.2.0
+    version_added: 0.1.0
   headroom:
     description:
       - CPUs above the VM's vCPU count that O(state=restored) sets as the limit of a pod that had no limit before the
@@ -143,13 +143,13 @@ options:
       - Not in check mode, where nothing is resized.
     type: bool
     default: false
-    version_added: 0.2.0
+    version_added: 0.1.0
   wait_timeout:
     description:
       - How long O(wait) waits for the nodes, in seconds (1 to 3600).
     type: int
     default: 60
-    version_added: 0.2.0
+    version_added: 0.1.0
 notes:
   - The kubelet applies a resize asynchronously, on its next sync of the pod. Each VMI's result says what the node
     answered (C(node)) - the limit its compute container runs with, as the pod's status reports it, and the
@@ -243,7 +243,7 @@ vms:
         - What the launcher pod's node answered, last time it was asked (after the writes; with O(wait), until it
           applied, refused or the wait ran out). Absent in check mode and for VMIs without a cap to apply.
       type: dict
-      version_added: 0.2.0
+      version_added: 0.1.0
       contains:
         status:
           description:

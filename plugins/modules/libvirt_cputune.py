@@ -125,7 +125,7 @@ options:
       - The id of the approved plan this change carries out (role C(overcommit.control.apply_plan) passes it);
         kept in the record as C(plan), so the object itself says which plan changed it.
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   force:
     description:
       - Throttle dedicated domains and go under the shared floor.
@@ -153,7 +153,7 @@ options:
       - Domains not named here are written without a check or a lock. With O(domains) only, every name here must
         be one of O(domains).
     type: dict
-    version_added: 0.2.0
+    version_added: 0.1.0
   lock_dir:
     description:
       - Folder of the per-domain lock files (C(fcntl.flock) on a file named by the domain's UUID) taken for the
@@ -168,7 +168,7 @@ options:
       - Not taken in check mode, which writes nothing.
     type: path
     default: /run/lock/overcommit-control
-    version_added: 0.2.0
+    version_added: 0.1.0
   floor:
     description:
       - The least a throttle may leave a non-dedicated domain, as a fraction of its vCPUs
@@ -235,7 +235,7 @@ summary:
       description: Domains left alone because they changed since the caller read them (O(expected)).
       type: list
       elements: str
-      version_added: 0.2.0
+      version_added: 0.1.0
     failed:
       description: Domain name to why it failed.
       type: dict
@@ -266,13 +266,13 @@ domains:
       description:
         - Present and true when the domain was left alone because it is no longer as O(expected) says.
       type: bool
-      version_added: 0.2.0
+      version_added: 0.1.0
     seen:
       description:
         - With C(conflict), what the domain looks like now, in the shape of O(expected) (C(cap_cpus),
           C(throttle_time)).
       type: dict
-      version_added: 0.2.0
+      version_added: 0.1.0
     class:
       description: The domain's effective class.
       type: str

@@ -115,20 +115,20 @@ domains:
         - Read from the running definition when the domain runs, else from its persistent one.
         - Null too when the stored state cannot be read; C(policy_error) then says why.
       type: dict
-      version_added: 0.2.0
+      version_added: 0.1.0
     policy_error:
       description: Why the stored policy state could not be read (not JSON, or not a mapping).
       returned: when the domain has a policy element whose state cannot be read
       type: str
-      version_added: 0.2.0
+      version_added: 0.1.0
     paused:
       description: Whether the kill switch is set on the domain (O(overcommit.control.libvirt_policy_state#module:paused)).
       type: bool
-      version_added: 0.2.0
+      version_added: 0.1.0
     pause:
       description: With C(paused), why, who and when it was paused; null when not paused.
       type: dict
-      version_added: 0.2.0
+      version_added: 0.1.0
       contains:
         reason:
           description: Why, when the one who paused it said.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: libvirt_policy_state
 short_description: Keep the control policy's state and the kill switch on many libvirt domains
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Keeps, on each libvirt domain itself, what the control loop carries from one cycle to the next (the
     policy's per-VM state) and the per-domain kill switch, so that any runner can run the next cycle and

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: libvirt_vm_class
 short_description: Assign the VM class (dedicated, shared, burstable) to many libvirt domains
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Keeps the class of many libvirt domains per task in their metadata, so that a fleet can be classified from the
     inventory. M(overcommit.control.libvirt_cputune) refuses to brake a V(dedicated) domain (unless forced) and never

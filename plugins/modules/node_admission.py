@@ -116,7 +116,7 @@ options:
       - The id of the approved plan this change carries out (role C(overcommit.control.apply_plan) passes it);
         kept in the record as C(plan), so the object itself says which plan changed it.
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   prefix:
     description:
       - The key prefix this collection owns, a DNS subdomain followed by C(/).
@@ -147,7 +147,7 @@ options:
       - The same state is written on every node of the task. Writing the state a node already has changes nothing.
       - Anything but a mapping or V(null) fails the task, naming the option, before anything is read or changed.
     type: raw
-    version_added: 0.2.0
+    version_added: 0.1.0
   expected:
     description:
       - What the caller saw of each node when it decided, node name to C(gated) (bool), C(gate_time) (the gate
@@ -156,7 +156,7 @@ options:
       - A node named here that is no longer so is not changed; its result has C(conflict=true) and a C(msg) saying
         what changed, and the task does not fail. Nodes not named here are changed without this check.
     type: dict
-    version_added: 0.2.0
+    version_added: 0.1.0
 """
 
 EXAMPLES = r"""
@@ -231,13 +231,13 @@ nodes:
           then says what changed, for example C(worker-07 changed since it was read: taints was [], is
           ['example.com/x:NoSchedule'] now)."
       type: bool
-      version_added: 0.2.0
+      version_added: 0.1.0
     event:
       description:
         - The Event created on the node when the task gated or opened it (C(type), C(reason), C(note)), with
           C(error) when it could not be created. Absent when the gate did not change.
       type: dict
-      version_added: 0.2.0
+      version_added: 0.1.0
       sample: {type: Normal, reason: NodeGated, note: "Closed to new VMs by ops: CPU PSI above 40 % (plan p-1)"}
   sample:
     - name: worker-07

@@ -109,18 +109,18 @@ nodes:
           M(overcommit.control.node_admission) keeps in the annotation C(<prefix>policy), or null when there is
           none or it cannot be read (then C(policy_error) says why).
       type: dict
-      version_added: 0.2.0
+      version_added: 0.1.0
     policy_error:
       description: Why the annotation C(<prefix>policy) could not be read (not JSON, or not a mapping).
       returned: when the annotation is there but cannot be read
       type: str
-      version_added: 0.2.0
+      version_added: 0.1.0
     paused:
       description:
         - Whether the node carries the label C(<prefix>paused=true), the kill switch that stops every automatic
           action on it.
       type: bool
-      version_added: 0.2.0
+      version_added: 0.1.0
     pods:
       description: Number of non-terminated pods on the node.
       type: int

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: policy_simulate
 short_description: Replay CPU traces against the collection's control policy and the policies it is compared with
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Replays a trace (a CSV of CPU demand per VM and interval) or generated scenarios on a model of each
     host's CPU, in which demand beyond capacity is shared out as CFS shares it (max-min fair, weighted by
