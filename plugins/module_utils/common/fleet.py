@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+
 
 def diff_entries(results, kind):
     """Ansible diff list: one before/after pair per object that changed."""
@@ -74,6 +76,28 @@ def summary(results, describe=None):
     if describe is not None:
         outcome["report"] = report(results, describe)
     return outcome
+
+
+def found_nowhere(requested, host_results, field="domains"):
+    """The names of `requested` that no host handled: a fleet task names
+    every target on every host (missing=ignore) and each host skips the ones
+    it does not have, so a name skipped by every host that answered was a
+    typo or a VM that is gone. host_results: each host's registered result
+    (None for a host that did not run the task); the hosts that did not
+    answer are left out, and when none answered nothing is said."""
+    if not isinstance(requested, list) or not all(isinstance(name, str) for name in requested):
+        raise ValueRangeError(field, requested, "a list of names")
+    summaries = [result["summary"] for result in host_results or []
+                 if isinstance(result, dict) and isinstance(result.get("summary"), dict)]
+    if not summaries:
+        return []
+    seen = set()
+    for outcome in summaries:
+        seen.update(outcome.get("changed") or [])
+        seen.update(outcome.get("unchanged") or [])
+        seen.update(outcome.get("conflict") or [])
+        seen.update(outcome.get("failed") or {})
+    return [name for name in requested if name not in seen]
 
 
 def exit_fleet(module, results, kind, key, describe=None, **extra):
