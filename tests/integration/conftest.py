@@ -160,13 +160,14 @@ def busy_guest(libvirt_conn):
 
 
 @pytest.fixture
-def noisy_kubevirt(lab, kube_admin):
+def noisy_kubevirt(lab, kube_admin, libvirt_conn):
     """Two KubeVirt VMs on lab-node-a (the lab hypervisor's node): "noisy",
     a one-vCPU shared VM burning its vCPU, whose launcher has a CPU limit
     of 1 of its own, and "victim", a two-vCPU burstable VM whose vCPUs wait
     (steal), as KubeVirt's VMI metrics say through the lab's Prometheus
     (virt_handler_metrics); with `contention`, one spinning process per
     core of the host. Everything is removed afterwards."""
+    from domain_records import policy_states_removed
     from host_load import Contention
     from kubevirt_fleet import NAMESPACE, PREFIX, Fleet
     from virt_handler_metrics import VirtHandlerMetrics
@@ -178,8 +179,10 @@ def noisy_kubevirt(lab, kube_admin):
     victim = fleet.vmi(cores=2, labels={PREFIX + "class": "burstable"}, vm=True)
     metrics.set(NAMESPACE, noisy, "lab-node-a", cpus_used=1.0, steal_cpus=0.0, vcpus=1)
     metrics.set(NAMESPACE, victim, "lab-node-a", cpus_used=0.6, steal_cpus=0.6, vcpus=2)
-    yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim,
-           "key": "kubevirt/%s/%s" % (NAMESPACE, noisy)}
+    # The cycles also observe the lab hypervisor's guests and record their state.
+    with policy_states_removed(libvirt_conn):
+        yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim,
+               "key": "kubevirt/%s/%s" % (NAMESPACE, noisy)}
     contention.stop()
     metrics.stop()
     fleet.cleanup()

@@ -1,5 +1,7 @@
 """Throttle records planted in a lab domain's metadata as a hand edit would
-leave them (live and persistent definition), removed again afterwards."""
+leave them (live and persistent definition), removed again afterwards; and
+the policy state a closed-loop cycle leaves on the lab's guests, removed
+after the test that ran the cycle."""
 
 import contextlib
 
@@ -39,3 +41,21 @@ def planted(domain, element_xml, namespace=THROTTLE_NS):
         yield
     finally:
         domain.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, None, None, namespace, metadata_flags(domain))
+
+
+@contextlib.contextmanager
+def policy_states_removed(conn, prefix="oc-lab-"):
+    """A cycle records the policy's state on every domain of the host it
+    observed (a guest that only waited for a CPU gets its trigger history):
+    afterwards the state goes from every lab domain that had none before, so
+    that the next test finds the guests as the lab defined them."""
+    def stateless():
+        return [domain for domain in conn.listAllDomains() if domain.name().startswith(prefix)
+                and all(value is None for value in element_of(domain, POLICY_NS).values())]
+    before = set(domain.name() for domain in stateless())
+    try:
+        yield
+    finally:
+        for domain in conn.listAllDomains():
+            if domain.name() in before and any(value is not None for value in element_of(domain, POLICY_NS).values()):
+                domain.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, None, None, POLICY_NS, metadata_flags(domain))

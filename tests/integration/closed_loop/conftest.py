@@ -3,6 +3,7 @@ neighbour and its two victims."""
 
 import pytest
 
+from domain_records import policy_states_removed
 from run_module import run_module
 
 HOST = "lab-hypervisor"
@@ -20,7 +21,8 @@ def guests(libvirt_conn):
             domains[name].create()
     if domains[CULPRIT].isActive():
         domains[CULPRIT].destroy()
-    yield domains
+    with policy_states_removed(libvirt_conn):
+        yield domains
     names = sorted(domains)
     run_module("libvirt_cputune", {"domains": names, "state": "restored", "missing": "ignore"}, host=HOST)
     run_module("libvirt_policy_state", {"states": dict((name, None) for name in names), "domains": names,

@@ -16,6 +16,7 @@ import sys
 import libvirt
 import pytest
 
+from domain_records import policy_states_removed
 from run_module import INVENTORY, ROOT, run_module, run_playbook
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
@@ -41,7 +42,8 @@ def capped(libvirt_conn):
     result = run_module("libvirt_cputune", {"domains": [VM], "cpus": 1, "reason": "contain: test",
                                             "plan_id": "plan-20261201T000000Z-0000000000"}, host=HOST)
     assert result["changed"], result
-    yield domain
+    with policy_states_removed(libvirt_conn):
+        yield domain
     clean()
 
 
