@@ -49,10 +49,8 @@ def policy_states_removed(conn, prefix="oc-lab-"):
     observed (a guest that only waited for a CPU gets its trigger history):
     afterwards the state goes from every lab domain that had none before, so
     that the next test finds the guests as the lab defined them."""
-    def stateless():
-        return [domain for domain in conn.listAllDomains() if domain.name().startswith(prefix)
-                and all(value is None for value in element_of(domain, POLICY_NS).values())]
-    before = set(domain.name() for domain in stateless())
+    before = set(domain.name() for domain in conn.listAllDomains() if domain.name().startswith(prefix)
+                 and all(value is None for value in element_of(domain, POLICY_NS).values()))
     try:
         yield
     finally:
