@@ -16,11 +16,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 INVENTORY = os.path.join(ROOT, "playbooks", "inventories", "lab")
 
 
-def run_module(module, args, host="localhost", check=False, diff=False, env=None):
+def run_module(module, args, host="localhost", check=False, diff=False, env=None, inventory=INVENTORY):
     """The module's result dict for `host` (a failed task returns its result
     too: look at result["failed"])."""
     name = module if "." in module else "overcommit.control." + module
-    return run_task({"name": "run", name: args}, host, check, diff, env)
+    return run_task({"name": "run", name: args}, host, check, diff, env, inventory)
 
 
 def run_role(role, variables, entry_point="main", host="localhost", check=False, env=None):
@@ -34,13 +34,13 @@ def run_role(role, variables, entry_point="main", host="localhost", check=False,
     return run_task(task, host, check=check, env=env)
 
 
-def run_task(task, host="localhost", check=False, diff=False, env=None):
-    """The result of the first task of a one-play playbook running `task` on `host`."""
+def run_task(task, host="localhost", check=False, diff=False, env=None, inventory=INVENTORY):
+    """The result of the first task of a one-play playbook running `task` on `host` of `inventory`."""
     play = [{"hosts": host, "gather_facts": False, "tasks": [task]}]
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
         yaml.safe_dump(play, handle)
         playbook = handle.name
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, playbook]
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook]
     if check:
         command.append("--check")
     if diff:

@@ -13,7 +13,10 @@ the resize - and the "culprit stops" by its fed usage falling. The host's
 contention is real: two spinning processes keep both of the machine's
 cores busy while the loop is to contain (the policy never throttles while
 the host has CPU to spare). The policy parameters are shortened as an
-operator may set them (calm and cooldown of 0 s, big relax steps)."""
+operator may set them (calm and cooldown of 0 s, big relax steps). The
+first test reads Prometheus through an HTTPS front that wants a bearer
+token (prometheus_front: the lab's Prometheus has neither TLS nor
+authentication), as a Prometheus behind an authenticating proxy is read."""
 
 import json
 import os
@@ -24,7 +27,8 @@ import pytest
 
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
 import playbook_forkserver
-from run_module import INVENTORY, ROOT
+from prometheus_front import PrometheusFront
+from run_module import INVENTORY, ROOT, run_module
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
 
@@ -32,11 +36,11 @@ POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.
           "pressure_relax": 100.0}
 
 
-def command(lab, cycle_dir, **extra):
+def command(lab, cycle_dir, inventory=INVENTORY, **extra):
     extra_vars = dict({"samples": 1, "interval": 2, "policy": POLICY, "kubevirt": True, "kubevirt_namespace": NAMESPACE,
                        "kubevirt_window": WINDOW_SECONDS, "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"],
                        "cycle_dir": str(cycle_dir)}, **extra)
-    return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
+    return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
             os.path.join(ROOT, "playbooks", "closed_loop.yml"), "-e", json.dumps(extra_vars)]
 
 
@@ -51,10 +55,10 @@ def summary_in(cycle_dir):
         return json.load(handle)
 
 
-def cycle(lab, tmp_path, fleet, **extra):
+def cycle(lab, tmp_path, fleet, inventory=INVENTORY, **extra):
     cycle_dir = tmp_path / ("cycle-%d" % len(os.listdir(str(tmp_path))))
     cycle_dir.mkdir()
-    completed = playbook_forkserver.run(command(lab, cycle_dir, kubevirt_selector=fleet.selector, **extra),
+    completed = playbook_forkserver.run(command(lab, cycle_dir, inventory, kubevirt_selector=fleet.selector, **extra),
                                         env=environment(lab))
     assert completed.returncode == 0, completed.stdout[-5000:] + completed.stderr[-2000:]
     return summary_in(cycle_dir), completed.stdout
@@ -66,11 +70,21 @@ def throttles(fleet, name):
 
 def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exactly(lab, tmp_path, noisy_kubevirt):
     fleet, noisy, victim = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"], noisy_kubevirt["victim"]
+    token = "oc-test-%s" % noisy
+    with PrometheusFront(lab["OVERCOMMIT_PROMETHEUS_URL"], str(tmp_path), token) as front:
+        through_front = {"prometheus_url": front.url, "prometheus_token": token, "prometheus_ca_cert": front.cert_path}
+        contain_relax_and_restore(lab, tmp_path, noisy_kubevirt, through_front)
+    # Every query went through the front with the token, over TLS verified against its CA.
+    assert front.queries and front.unauthorized == 0, (front.queries, front.unauthorized)
+
+
+def contain_relax_and_restore(lab, tmp_path, noisy_kubevirt, prometheus):
+    fleet, noisy, victim = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"], noisy_kubevirt["victim"]
     key, victim_key = "kubevirt/%s/%s" % (NAMESPACE, noisy), "kubevirt/%s/%s" % (NAMESPACE, victim)
     limit_before = fleet.compute_limits(noisy)["cpu"]
     noisy_kubevirt["contention"].start()
     settle()
-    summary, output = cycle(lab, tmp_path, fleet)
+    summary, output = cycle(lab, tmp_path, fleet, **prometheus)
     noisy_kubevirt["contention"].stop()
     actions = [(a["action"], a["object"], a["rule"]) for a in summary["actions"]]
     assert actions == [("throttle", key, "contain")], (summary["notes"], summary["skipped"], summary["lines"])
@@ -98,7 +112,7 @@ def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exac
     relax = dict(POLICY, relax_step_share=round((1.0 - cap) * 0.4, 3))
     steps = []
     for attempt in range(6):
-        summary, output = cycle(lab, tmp_path, fleet, policy=relax)
+        summary, output = cycle(lab, tmp_path, fleet, policy=relax, **prometheus)
         steps += [(a["action"], a.get("cpus")) for a in summary["actions"] if a["object"] == key]
         if PREFIX + "cpu-limit" not in fleet.annotations(noisy):
             break
@@ -155,3 +169,52 @@ def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(lab
     assert summary["actions"] == [] and [h["object"] for h in summary["held"]] == [key], summary
     assert "held by the kill switch: %s: kill switch: %s is paused" % (key, key) in output
     assert (fleet.annotations(noisy), fleet.compute_limits(noisy)) == before
+
+
+# A KubeVirt node as the inventory names it: no libvirt on the host (libvirtd
+# runs inside each virt-launcher pod), so no libvirt-python either. The
+# machine's own /usr/bin/python3 has none, and the host runs its modules with it.
+NODE_WITHOUT_LIBVIRT = """
+all:
+  children:
+    hypervisors:
+      hosts:
+        kubevirt-node-a:
+          ansible_connection: local
+          ansible_python_interpreter: /usr/bin/python3
+          kubernetes_node: lab-node-a
+          overcommit_libvirt: false
+    controllers:
+      hosts:
+        localhost:
+          ansible_connection: local
+          ansible_python_interpreter: "{{ ansible_playbook_python }}"
+"""
+
+
+def test_a_kubevirt_node_without_libvirt_python_is_measured_and_its_vm_contained(lab, tmp_path, noisy_kubevirt):
+    """The host side of a cycle on a KubeVirt node runs without libvirt-python:
+    host_pressure_info reads the node's pressure, and the cycle throttles the
+    noisy VM of that node; asked for domains there, the module says what is
+    missing instead of failing with a traceback."""
+    interpreter = "/usr/bin/python3"
+    assert subprocess.run([interpreter, "-c", "import libvirt"], capture_output=True).returncode != 0, \
+        "this test needs a Python without libvirt-python"
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(NODE_WITHOUT_LIBVIRT)
+    read = run_module("host_pressure_info", {"collect_domains": False}, host="kubevirt-node-a",
+                      inventory=str(inventory))
+    assert not read.get("failed") and read["cpus"] >= 1 and "avg10" in read["pressure"]["cpu"]["some"], read
+    refused = run_module("host_pressure_info", {}, host="kubevirt-node-a", inventory=str(inventory))
+    assert refused["failed"] and "libvirt-python" in refused["msg"] and "Traceback" not in str(refused), refused
+
+    fleet, key = noisy_kubevirt["fleet"], noisy_kubevirt["key"]
+    noisy_kubevirt["contention"].start()
+    settle()
+    summary, output = cycle(lab, tmp_path, fleet, inventory=str(inventory))
+    noisy_kubevirt["contention"].stop()
+    assert [(a["action"], a["object"], a["rule"]) for a in summary["actions"]] == [("throttle", key, "contain")], (
+        summary["notes"], summary["skipped"], summary["lines"])
+    assert summary["outcome"]["applied"] == [key], summary["lines"]
+    assert not [s for s in summary["skipped"] if s.get("host") == "kubevirt-node-a"], summary["skipped"]
+    assert cpus(fleet.compute_limits(noisy_kubevirt["noisy"])["cpu"]) == pytest.approx(summary["actions"][0]["cpus"])

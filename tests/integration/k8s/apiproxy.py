@@ -18,6 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 import urllib3
 import yaml
 
+from loopback import LoopbackServer  # noqa: F401 (the proxies' base, imported from here too)
+
 FORWARDED_HEADERS = ("Authorization", "Content-Type", "Accept")
 
 
@@ -31,25 +33,6 @@ def kubeconfig_parts(path):
 
 def basic_authorization(user, password):
     return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-
-
-class LoopbackServer(object):
-    """A server on a free loopback port (url), serving from a thread of its
-    own inside a `with` block."""
-
-    def serve(self, server):
-        self.server = server
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % server.server_address[1]
-        self.thread = threading.Thread(target=server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class ApiProxy(LoopbackServer):

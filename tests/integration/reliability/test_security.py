@@ -9,7 +9,6 @@ with a self-signed certificate answers /api/v1/query as Prometheus does;
 throwaway Nodes, a throwaway VMI and a throwaway never-started domain carry
 the hand-planted records."""
 
-import datetime
 import json
 import os
 import re
@@ -26,7 +25,9 @@ import pytest
 import yaml
 from kubernetes import client
 
-from apiproxy import LoopbackServer, kubeconfig_parts
+from apiproxy import kubeconfig_parts
+from loopback import LoopbackServer
+from prometheus_front import self_signed
 from run_module import INVENTORY, ROOT, run_module
 
 # A planted domain (oc-sec-*) trips host-wide reads of libvirt: those tests are
@@ -106,35 +107,6 @@ def test_vsphere_modules_refuse_vcsims_self_signed_certificate_unless_validate_c
 
 
 # --- TLS: Prometheus -----------------------------------------------------------
-
-def self_signed(folder):
-    """(certificate path, key path) of a fresh self-signed certificate for 127.0.0.1."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "oc-test-prometheus")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(hours=1))
-                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                  critical=False)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .sign(key, hashes.SHA256()))
-    cert_path, key_path = os.path.join(folder, "prometheus.crt"), os.path.join(folder, "prometheus.key")
-    with open(cert_path, "wb") as handle:
-        handle.write(certificate.public_bytes(serialization.Encoding.PEM))
-    with open(key_path, "wb") as handle:
-        handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
-    return cert_path, key_path
-
 
 class FakePrometheus(LoopbackServer):
     """HTTPS on a free loopback port answering /api/v1/query with an empty

@@ -7,13 +7,17 @@ The lab's real kube-apiserver (KubeVirt's CRDs), Prometheus and host CPU
 contention; what the lab cannot have is said in the noisy_kubevirt
 fixture: KubeVirt's VMI metrics are served through node_exporter's
 textfile collector (no virt-handler), and the brake is what the API server
-stored on the launcher pod (no kubelet)."""
+stored on the launcher pod (no kubelet). The first test reads Prometheus
+through an HTTPS front that wants a bearer token (prometheus_front: the
+lab's Prometheus has neither TLS nor authentication), as a Prometheus behind
+an authenticating proxy is read."""
 
 import json
 
 import pytest
 
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, cpus, settle
+from prometheus_front import PrometheusFront
 from run_module import run_module, run_playbook
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
@@ -23,8 +27,9 @@ def environment(lab):
     return {"K8S_AUTH_KUBECONFIG": lab["OVERCOMMIT_KUBECONFIG_OPERATOR"]}
 
 
-def recommend(lab, tmp_path, scenario):
-    """The plan of recommend.yml made under contention; the contention stops after."""
+def recommend(lab, tmp_path, scenario, **prometheus):
+    """The plan of recommend.yml made under contention; the contention stops after.
+    prometheus: the playbook's prometheus_* variables (default: the lab's URL)."""
     plan_dir = tmp_path / ("plan-%d" % len(list(tmp_path.iterdir())))
     scenario["contention"].start()
     try:
@@ -32,7 +37,7 @@ def recommend(lab, tmp_path, scenario):
         completed = run_playbook("recommend.yml", {
             "plan_dir": str(plan_dir), "samples": 2, "interval": 2, "kubevirt": True, "kubevirt_namespace": NAMESPACE,
             "kubevirt_selector": scenario["fleet"].selector, "kubevirt_window": WINDOW_SECONDS,
-            "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"]}, env=environment(lab))
+            "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"], **prometheus}, env=environment(lab))
     finally:
         scenario["contention"].stop()
     assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-2000:]
@@ -48,7 +53,13 @@ def test_recommend_plans_the_kubevirt_throttle_changing_nothing_and_apply_plan_a
         lab, tmp_path, noisy_kubevirt):
     fleet, noisy, key = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"], noisy_kubevirt["key"]
     before = state_of(fleet, noisy), state_of(fleet, noisy_kubevirt["victim"])
-    plan, plan_dir = recommend(lab, tmp_path, noisy_kubevirt)
+    token = "oc-test-%s" % noisy
+    with PrometheusFront(lab["OVERCOMMIT_PROMETHEUS_URL"], str(tmp_path), token) as front:
+        plan, plan_dir = recommend(lab, tmp_path, noisy_kubevirt, prometheus_url=front.url, prometheus_token=token,
+                                   prometheus_ca_cert=front.cert_path)
+    # Every query went through the front with the token, over TLS verified against its CA.
+    assert front.queries and front.unauthorized == 0, (front.queries, front.unauthorized)
+    assert token not in (plan_dir / "plan.json").read_text()
     (action,) = [a for a in plan["actions"] if a.get("vm")]
     assert (action["action"], action["object"], action["platform"], action["rule"]) == (
         "throttle", key, "kubevirt", "contain"), plan["summary"]
