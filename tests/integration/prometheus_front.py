@@ -7,43 +7,14 @@ certificate made here, 401 for any request without the token, and every
 authorized GET forwarded to the real Prometheus, whose answer comes back
 unchanged."""
 
-import datetime
-import ipaddress
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import ssl
 
 import urllib3
 
+from certificates import self_signed
 from loopback import LoopbackServer
-
-
-def self_signed(folder, common_name="oc-test-prometheus"):
-    """(certificate path, key path) of a fresh self-signed certificate for 127.0.0.1."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(hours=1))
-                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                  critical=False)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .sign(key, hashes.SHA256()))
-    cert_path, key_path = os.path.join(folder, common_name + ".crt"), os.path.join(folder, common_name + ".key")
-    with open(cert_path, "wb") as handle:
-        handle.write(certificate.public_bytes(serialization.Encoding.PEM))
-    with open(key_path, "wb") as handle:
-        handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
-    return cert_path, key_path
 
 
 class PrometheusFront(LoopbackServer):
@@ -52,7 +23,7 @@ class PrometheusFront(LoopbackServer):
 
     def __init__(self, upstream, folder, token):
         self.upstream = upstream.rstrip("/")
-        self.cert_path, key_path = self_signed(folder)
+        self.cert_path, key_path = self_signed(folder, "oc-test-prometheus")
         self.pool = urllib3.PoolManager()
         self.queries = []
         self.unauthorized = 0

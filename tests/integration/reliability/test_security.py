@@ -27,7 +27,7 @@ from kubernetes import client
 
 from apiproxy import kubeconfig_parts
 from loopback import LoopbackServer
-from prometheus_front import self_signed
+from certificates import self_signed
 from run_module import INVENTORY, ROOT, run_module
 
 # A planted domain (oc-sec-*) trips host-wide reads of libvirt: those tests are

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
+import base64
 import json
 
 import pytest
@@ -82,10 +83,11 @@ NOTIFICATION = {
 }
 
 
-async def post(port, body, path="/alerts", method="POST"):
+async def post(port, body, path="/alerts", method="POST", authorization=None):
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                  % (method, path, len(body))).encode() + body)
+    extra = "Authorization: %s\r\n" % authorization if authorization else ""
+    writer.write(("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n"
+                  % (method, path, len(body), extra)).encode() + body)
     await writer.drain()
     status = int((await reader.readline()).split()[1])
     writer.close()
@@ -134,3 +136,53 @@ def test_alertmanager_refuses_what_is_no_notification_and_puts_nothing(body, pat
         statuses.append(await post(port, body, path, method))
     found = collect(alertmanager, {"port": port, "max_body_bytes": 1024}, until=exchange)
     assert statuses == [status] and found == []
+
+
+BASIC = "Basic " + base64.b64encode(b"alertmanager:s3cret").decode()
+
+
+@pytest.mark.parametrize("args, authorization, body, status", [
+    ({"token": "t0ken"}, None, None, 401),
+    ({"token": "t0ken"}, "Bearer wrong", None, 401),
+    ({"token": "t0ken"}, BASIC, None, 401),
+    ({"token": "t0ken"}, None, b"x" * 4096, 401),  # too big, but the sender is told nothing but 401
+    ({"token": "t0ken"}, "Bearer t0ken", b"x" * 4096, 413),
+    ({"token": "t0ken"}, "Bearer t0ken", None, 202),
+    ({"basic_auth_username": "alertmanager", "basic_auth_password": "s3cret"}, "Bearer t0ken", None, 401),
+    ({"basic_auth_username": "alertmanager", "basic_auth_password": "s3cret"}, BASIC, None, 202),
+    ({"token": "t0ken", "basic_auth_username": "alertmanager", "basic_auth_password": "s3cret"}, BASIC, None, 202),
+])
+def test_alertmanager_takes_posts_with_the_credentials_only_and_counts_the_refused(
+        caplog, args, authorization, body, status):
+    port = free_port()
+    statuses = []
+
+    async def exchange(queue):
+        await asyncio.sleep(0.2)
+        for _ in range(2):
+            statuses.append(await post(port, body or json.dumps(NOTIFICATION).encode(), authorization=authorization))
+        while status == 202 and queue.qsize() < 4:
+            await asyncio.sleep(0.01)
+    with caplog.at_level("WARNING"):
+        found = collect(alertmanager, dict(args, port=port, max_body_bytes=2048), until=exchange)
+    assert statuses == [status, status]
+    assert len(found) == (4 if status == 202 else 0)
+    refusals = [r.getMessage() for r in caplog.records if "refused a post" in r.getMessage()]
+    if status == 202:
+        assert refusals == []
+    else:
+        assert len(refusals) == 2 and "(HTTP %d): 2 refused so far" % status in refusals[1], refusals
+        assert all("t0ken" not in r and "s3cret" not in r for r in refusals)
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"basic_auth_username": "alertmanager"}, "basic_auth_password"),
+    ({"basic_auth_password": "s3cret"}, "basic_auth_username"),
+    ({"certfile": "/tmp/tls.crt"}, "keyfile"),
+    ({"cafile": "/tmp/ca.pem"}, "certfile"),
+    ({"max_body_bytes": 0}, "max_body_bytes"),
+])
+def test_alertmanager_refuses_arguments_that_do_not_go_together_before_listening(args, field):
+    with pytest.raises(ValueError) as refused:
+        collect(alertmanager, dict(args, port=free_port()))
+    assert field in str(refused.value)

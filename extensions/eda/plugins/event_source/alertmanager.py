@@ -20,7 +20,13 @@ description:
     alert''s C(alertname); C(host), C(vm) and C(node) come from the labels of the same names
     (C(host) falls back to C(instance) without its port), null when absent.'
   - Alerts are triggers, not truth; the cycle a rulebook runs measures again before it acts.
-  - Listens on loopback by default; set O(host) to the address Alertmanager can reach.
+  - Listens on loopback by default; set O(host) to the address Alertmanager can reach. Off loopback, give it
+    O(certfile) and O(keyfile) (HTTPS) and O(token) or O(basic_auth_username) and O(basic_auth_password), which
+    Alertmanager's C(http_config) sends (C(authorization) or C(basic_auth), C(tls_config.ca_file)); O(cafile) also
+    requires Alertmanager's client certificate (C(tls_config.cert_file), C(key_file)).
+  - A post without the credentials is answered 401, one larger than O(max_body_bytes) 413, one that is not a
+    notification 400; none puts an event. Each refusal is logged as a warning with the count of refusals of its
+    kind so far, so a misconfigured or forged sender shows in the rulebook's log.
 options:
   host:
     description: Address to listen on.
@@ -38,6 +44,27 @@ options:
     description: Largest body accepted; a larger one is answered 413 and puts nothing.
     type: int
     default: 1048576
+  token:
+    description:
+      - Bearer token every post must carry in its C(Authorization) header; Alertmanager sends it with
+        C(http_config.authorization.credentials) (or C(credentials_file)).
+    type: str
+  basic_auth_username:
+    description: User name every post must carry in HTTP basic auth (Alertmanager's C(http_config.basic_auth)).
+    type: str
+  basic_auth_password:
+    description: Password of O(basic_auth_username); both or neither.
+    type: str
+  certfile:
+    description: Certificate (PEM, with its chain) to serve HTTPS with; with O(keyfile).
+    type: str
+  keyfile:
+    description: Private key (PEM) of O(certfile).
+    type: str
+  cafile:
+    description: CA bundle that must have signed the client certificate of every sender (mutual TLS); needs
+      O(certfile).
+    type: str
 """
 
 EXAMPLES = r"""
@@ -48,14 +75,28 @@ EXAMPLES = r"""
 - overcommit.control.alertmanager:
     port: 9095
     path: /overcommit
+
+- overcommit.control.alertmanager:
+    host: 0.0.0.0
+    port: 5000
+    certfile: /etc/eda/tls/tls.crt
+    keyfile: /etc/eda/tls/tls.key
+    token: "{{ alertmanager_webhook_token }}"
 """
 
 import asyncio
+import base64
+import hmac
 import json
+import logging
+import ssl
 
 MAX_HEADER_BYTES = 65536
-STATUS_TEXT = {202: "Accepted", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-               413: "Payload Too Large"}
+STATUS_TEXT = {202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+               405: "Method Not Allowed", 413: "Payload Too Large"}
+REFUSALS = {400: "not an Alertmanager notification", 401: "without the credentials", 404: "to another path",
+            405: "not a POST", 413: "larger than max_body_bytes"}
+LOG = logging.getLogger(__name__)
 
 
 class BadNotification(ValueError):
@@ -101,57 +142,105 @@ def events(body):
     return out
 
 
+class Endpoint(object):
+    """The source's arguments, checked before it listens, and what it
+    refused so far (status -> count)."""
+
+    def __init__(self, args):
+        self.host = args.get("host", "127.0.0.1")
+        self.port = int(args.get("port", 5000))
+        self.path = args.get("path", "/alerts")
+        self.max_body = int(args.get("max_body_bytes", 1048576))
+        self.token = args.get("token")
+        user, password = args.get("basic_auth_username"), args.get("basic_auth_password")
+        certfile, keyfile, cafile = args.get("certfile"), args.get("keyfile"), args.get("cafile")
+        if bool(user) != bool(password):
+            raise ValueError("basic_auth_username and basic_auth_password go together: give both or neither")
+        if bool(certfile) != bool(keyfile):
+            raise ValueError("certfile and keyfile go together: give both or neither")
+        if cafile and not certfile:
+            raise ValueError("cafile (client certificates) needs certfile and keyfile (HTTPS)")
+        if self.max_body < 1:
+            raise ValueError("max_body_bytes=%s must be a number of bytes above 0" % self.max_body)
+        self.credentials = []
+        if self.token:
+            self.credentials.append("Bearer " + self.token)
+        if user:
+            self.credentials.append("Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode())
+        self.tls = None
+        if certfile:
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(certfile, keyfile)
+            if cafile:
+                self.tls.load_verify_locations(cafile)
+                self.tls.verify_mode = ssl.CERT_REQUIRED
+        self.refused = {}
+
+    def authorized(self, headers):
+        given = headers.get("authorization", "")
+        # Compared in constant time, so the answer's timing says nothing of the secret.
+        return not self.credentials or any(hmac.compare_digest(given.encode(), c.encode()) for c in self.credentials)
+
+    def refuse(self, status, peer):
+        self.refused[status] = self.refused.get(status, 0) + 1
+        LOG.warning("refused a post from %s %s (HTTP %d): %d refused so far for that reason", peer,
+                    REFUSALS[status], status, self.refused[status])
+
+
 async def _respond(writer, status):
     text = STATUS_TEXT[status]
-    writer.write(("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                  % (status, text, len(text), text)).encode("ascii"))
+    extra = "WWW-Authenticate: Bearer, Basic\r\n" if status == 401 else ""
+    writer.write(("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n%sConnection: close\r\n\r\n%s"
+                  % (status, text, len(text), extra, text)).encode("ascii"))
     await writer.drain()
     writer.close()
 
 
-async def _handle(reader, writer, queue, path, max_body):
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-        writer.close()
-        return
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split()
-    headers = dict((name.strip().lower(), value.strip()) for name, _sep, value in
-                   (line.partition(":") for line in lines[1:] if ":" in line))
-    if len(parts) < 2 or parts[1].split("?", 1)[0] != path:
-        await _respond(writer, 404)
-        return
+async def _status(reader, headers, parts, endpoint, queue):
+    """The answer to one request, after putting its events."""
+    if len(parts) < 2 or parts[1].split("?", 1)[0] != endpoint.path:
+        return 404
     if parts[0] != "POST":
-        await _respond(writer, 405)
-        return
+        return 405
+    # Credentials first: an unauthenticated sender learns nothing else.
+    if not endpoint.authorized(headers):
+        return 401
     try:
         length = int(headers.get("content-length", "0"))
     except ValueError:
-        length = -1
+        return 400
     if length < 0:
-        await _respond(writer, 400)
-        return
-    if length > max_body:
-        await _respond(writer, 413)
-        return
+        return 400
+    if length > endpoint.max_body:
+        return 413
     try:
-        body = await reader.readexactly(length)
-        found = events(body)
+        found = events(await reader.readexactly(length))
     except (asyncio.IncompleteReadError, BadNotification):
-        await _respond(writer, 400)
-        return
+        return 400
     for event in found:
         await queue.put(event)
-    await _respond(writer, 202)
+    return 202
+
+
+async def _handle(reader, writer, queue, endpoint):
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        writer.close()
+        return
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict((name.strip().lower(), value.strip()) for name, _sep, value in
+                   (line.partition(":") for line in lines[1:] if ":" in line))
+    status = await _status(reader, headers, lines[0].split(), endpoint, queue)
+    if status != 202:
+        endpoint.refuse(status, (writer.get_extra_info("peername") or ("?",))[0])
+    await _respond(writer, status)
 
 
 async def main(queue, args):
-    path = args.get("path", "/alerts")
-    max_body = int(args.get("max_body_bytes", 1048576))
-    server = await asyncio.start_server(
-        lambda reader, writer: _handle(reader, writer, queue, path, max_body),
-        args.get("host", "127.0.0.1"), int(args.get("port", 5000)), limit=MAX_HEADER_BYTES)
+    endpoint = Endpoint(args)
+    server = await asyncio.start_server(lambda reader, writer: _handle(reader, writer, queue, endpoint),
+                                        endpoint.host, endpoint.port, limit=MAX_HEADER_BYTES, ssl=endpoint.tls)
     async with server:
         await server.serve_forever()
 
