@@ -17,42 +17,24 @@ Debian's Java 17: tests/integration/eda)."""
 
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 import yaml
 
+from builder_tools import BIN, pins, run
 from run_module import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.isolated]
 
-BIN = os.path.dirname(sys.executable)
 DEFINITION = os.path.join(ROOT, "decision-environment.yml")
 
-
-def run(command, cwd, **env):
-    environment = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_NOCOLOR="1")
-    environment.update(env)
-    completed = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True,
-                               timeout=300, check=False)
-    return completed.returncode, completed.stdout + completed.stderr
 
 
 def load(path):
     with open(path) as handle:
         return yaml.safe_load(handle)
 
-
-def pins():
-    pinned = {}
-    with open(os.path.join(ROOT, "requirements.txt")) as handle:
-        for line in handle:
-            line = line.split("#", 1)[0].strip()
-            if "==" in line:
-                name, version = line.split("==", 1)
-                pinned[name.strip().lower()] = version.strip()
-    return pinned
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 
@@ -29,35 +28,17 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from builder_tools import BIN, pins, run
 from run_module import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.isolated]
 
-BIN = os.path.dirname(sys.executable)
 DEFINITION = os.path.join(ROOT, "execution-environment.yml")
 COLLECTION_EE = os.path.join(ROOT, "meta", "execution-environment.yml")
 # What the modules import at run time (plugins/module_utils/*/client.py).
 RUNTIME_PYTHON = {"kubernetes", "pyvmomi", "libvirt-python"}
 
 
-def run(command, cwd, **env):
-    environment = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_NOCOLOR="1")
-    environment.update(env)
-    completed = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True,
-                               timeout=300, check=False)
-    return completed.returncode, completed.stdout + completed.stderr
-
-
-def pins():
-    """Package name -> version pinned in requirements.txt."""
-    pinned = {}
-    with open(os.path.join(ROOT, "requirements.txt")) as handle:
-        for line in handle:
-            line = line.split("#", 1)[0].strip()
-            if "==" in line:
-                name, version = line.split("==", 1)
-                pinned[name.strip().lower()] = version.strip()
-    return pinned
 
 
 def galaxy_version():
