@@ -2,7 +2,7 @@
 guides (README.md, docs/*.md) and the collection, caught when it happens.
 
 - every `overcommit.control.NAME` is a module, role, playbook, filter,
-  event source, rulebook, action group or one of the records the
+  inventory plugin, event source, rulebook, action group or one of the records the
   collection writes;
 - in the YAML examples of the docs and in the EXAMPLES of the modules and
   event sources, every option given to one of the collection's modules or
@@ -117,7 +117,9 @@ def known_names():
     runtime = yaml.safe_load(read(os.path.join("meta", "runtime.yml")))
     rulebooks = set(os.path.splitext(os.path.basename(p))[0]
                     for p in glob.glob(os.path.join(ROOT, "extensions", "eda", "rulebooks", "*.yml")))
-    return (set(module_options()) | set(role_variables()) | set(playbooks()) | filter_names()
+    inventories = set(os.path.splitext(os.path.basename(p))[0]
+                      for p in glob.glob(os.path.join(ROOT, "plugins", "inventory", "*.py")))
+    return (set(module_options()) | set(role_variables()) | set(playbooks()) | filter_names() | inventories
             | set(event_source_options()) | rulebooks | set(runtime.get("action_groups") or {}) | RECORD_NAMES)
 
 
@@ -134,12 +136,10 @@ def walk(node):
     if isinstance(node, dict):
         yield node
         for value in node.values():
-            for inner in walk(value):
-                yield inner
+            yield from walk(value)
     elif isinstance(node, list):
         for item in node:
-            for inner in walk(item):
-                yield inner
+            yield from walk(item)
 
 
 def test_the_checks_see_the_collection():
