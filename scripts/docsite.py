@@ -169,13 +169,25 @@ BUILTIN_REF = re.compile(r"<ansible_collections\.ansible\.builtin\.(\w+)_(module
                          r"become|cache|inventory|shell|strategy|vars)>`")
 
 
+ENVVAR_REF = re.compile(r":envvar:`([A-Z0-9_\\]+)`")
+ENVVAR_DEFINED = re.compile(r"^\.\. envvar:: ([A-Z0-9_\\]+)$", re.M)
+
+
 def write_ansible_inventory(rst, path):
-    """A Sphinx inventory (version 2) of the Ansible docsite's labels the pages use."""
+    """A Sphinx inventory (version 2) of the Ansible docsite's labels the
+    pages use, and of the environment variables of Ansible's own
+    configuration they name (the inventory cache's, for example) that the
+    site's environment variable index does not define."""
     entries = dict(ANSIBLE_LABELS)
-    referenced = set()
+    referenced, envvars, defined = set(), set(), set()
     for page in glob.glob(os.path.join(rst, "**", "*.rst"), recursive=True):
         with open(page) as handle:
-            referenced.update(BUILTIN_REF.findall(handle.read()))
+            text = handle.read()
+        referenced.update(BUILTIN_REF.findall(text))
+        envvars.update(name.replace("\\", "") for name in ENVVAR_REF.findall(text))
+        defined.update(name.replace("\\", "") for name in ENVVAR_DEFINED.findall(text))
+    envvar_entries = dict((name, "reference_appendices/config.html#envvar-%s" % name)
+                          for name in sorted(envvars - defined))
     for kind in sorted({plugin_kind for plugin, plugin_kind in referenced}):
         listing = subprocess.run(["ansible-doc", "-t", kind, "-l", "--json", "ansible.builtin"], check=True,
                                  capture_output=True, text=True).stdout
@@ -189,11 +201,12 @@ def write_ansible_inventory(rst, path):
             entries[label] = ("collections/ansible/builtin/%s_%s.html#%s" % (name, kind, anchor),
                               "ansible.builtin.%s %s" % (name, kind))
     body = "".join("%s std:label -1 %s %s\n" % (label, uri, title) for label, (uri, title) in sorted(entries.items()))
+    body += "".join("%s std:envvar -1 %s -\n" % (name, uri) for name, uri in sorted(envvar_entries.items()))
     with open(path, "wb") as handle:
         handle.write(b"# Sphinx inventory version 2\n# Project: Ansible\n# Version: devel\n"
                      b"# The remainder of this file is compressed using zlib.\n")
         handle.write(zlib.compress(body.encode()))
-    return len(entries)
+    return len(entries) + len(envvar_entries)
 
 
 def main():

@@ -10,6 +10,8 @@ LAB_LOGS=$LAB_HOME/logs
 LAB_ENV=$LAB_HOME/lab.env
 # The venv is keyed by the pinned requirements, so a change of pins builds a new one.
 VENV=$LAB_HOME/venv-$(sha256sum "$ROOT/requirements.txt" | cut -c1-12)
+# galaxy-importer's own venv, keyed like the main one by its pins.
+IMPORTER_VENV=$LAB_HOME/importer-venv-$(sha256sum "$ROOT/requirements-importer.txt" | cut -c1-12)
 # Collections path in which this checkout is installed as overcommit.control.
 COLLECTIONS_DIR=$ROOT/collections
 # The tests' own ANSIBLE_HOME (Ansible's tmp and galaxy cache, molecule's and

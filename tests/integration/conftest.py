@@ -40,7 +40,9 @@ E2E_TIMEOUT = 1200
 #                      worker: "libvirt" (the lab's guests and host-wide
 #                      reads of its domains, and the tests that wait on
 #                      the lab's Alertmanager), "vcsim" (the lab's vCenter
-#                      inventory), "lab-node-a";
+#                      inventory), "lab-node-a" (the Node, and the
+#                      KubeVirt VMs the loop and plan tests decide with it
+#                      on an inventory without the lab's guests);
 #   isolated           it uses only objects it makes itself (random names);
 #   serial             it needs the machine to itself: it measures CPU, loads
 #                      both cores, or changes what every other test reads;
@@ -159,15 +161,55 @@ def busy_guest(libvirt_conn):
     libvirt_conn.defineXML(ET.tostring(root, encoding="unicode"))
 
 
+# A KubeVirt node as the inventory names it: no libvirt on the host (libvirtd
+# runs inside each virt-launcher pod), so no libvirt-python either. The
+# machine's own /usr/bin/python3 has none, and the host runs its modules with
+# it. Cycles and plans on this inventory read no lab guest.
+KUBEVIRT_NODE_INVENTORY = """
+all:
+  children:
+    hypervisors:
+      hosts:
+        kubevirt-node-a:
+          ansible_connection: local
+          ansible_python_interpreter: /usr/bin/python3
+          kubernetes_node: lab-node-a
+          overcommit_libvirt: false
+    controllers:
+      hosts:
+        localhost:
+          ansible_connection: local
+          ansible_python_interpreter: "{{ ansible_playbook_python }}"
+"""
+
+
 @pytest.fixture
-def noisy_kubevirt(lab, kube_admin, libvirt_conn):
+def kubevirt_node_inventory(tmp_path):
+    """Path of an inventory whose one hypervisor host is lab-node-a as a
+    KubeVirt node: overcommit_libvirt false, modules run without libvirt-python."""
+    path = tmp_path / "kubevirt-node.yml"
+    path.write_text(KUBEVIRT_NODE_INVENTORY)
+    return str(path)
+
+
+@pytest.fixture
+def lab_guest_states_restored(libvirt_conn):
+    """For cycles on the lab inventory: they also observe the lab
+    hypervisor's guests and record their state, removed afterwards."""
+    from domain_records import policy_states_removed
+
+    with policy_states_removed(libvirt_conn):
+        yield
+
+
+@pytest.fixture
+def noisy_kubevirt(lab, kube_admin):
     """Two KubeVirt VMs on lab-node-a (the lab hypervisor's node): "noisy",
     a one-vCPU shared VM burning its vCPU, whose launcher has a CPU limit
     of 1 of its own, and "victim", a two-vCPU burstable VM whose vCPUs wait
     (steal), as KubeVirt's VMI metrics say through the lab's Prometheus
     (virt_handler_metrics); with `contention`, one spinning process per
     core of the host. Everything is removed afterwards."""
-    from domain_records import policy_states_removed
     from host_load import Contention
     from kubevirt_fleet import NAMESPACE, PREFIX, Fleet
     from virt_handler_metrics import VirtHandlerMetrics
@@ -179,10 +221,8 @@ def noisy_kubevirt(lab, kube_admin, libvirt_conn):
     victim = fleet.vmi(cores=2, labels={PREFIX + "class": "burstable"}, vm=True)
     metrics.set(NAMESPACE, noisy, "lab-node-a", cpus_used=1.0, steal_cpus=0.0, vcpus=1)
     metrics.set(NAMESPACE, victim, "lab-node-a", cpus_used=0.6, steal_cpus=0.6, vcpus=2)
-    # The cycles also observe the lab hypervisor's guests and record their state.
-    with policy_states_removed(libvirt_conn):
-        yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim,
-               "key": "kubevirt/%s/%s" % (NAMESPACE, noisy)}
+    yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim,
+           "key": "kubevirt/%s/%s" % (NAMESPACE, noisy)}
     contention.stop()
     metrics.stop()
     fleet.cleanup()

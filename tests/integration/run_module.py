@@ -60,10 +60,10 @@ def run_task(task, host="localhost", check=False, diff=False, env=None, inventor
             completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
 
 
-def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT):
+def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT, inventory=INVENTORY):
     """ansible-playbook of one of the collection's playbooks on the lab
-    inventory, as an operator runs it (default output, no -v)."""
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
+    inventory (or `inventory`), as an operator runs it (default output, no -v)."""
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
                os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
     run_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
     run_env.update(env or {})

@@ -27,7 +27,7 @@ def load(path):
 
 
 def run(*args, cwd=ROOT):
-    return subprocess.run([TOOL] + list(args), cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run([TOOL] + list(args), cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 
 def fragments():

@@ -30,11 +30,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.isolated]
 DEFINITION = os.path.join(ROOT, "decision-environment.yml")
 
 
-
 def load(path):
     with open(path) as handle:
         return yaml.safe_load(handle)
-
 
 
 @pytest.fixture(scope="module")

@@ -39,8 +39,6 @@ COLLECTION_EE = os.path.join(ROOT, "meta", "execution-environment.yml")
 RUNTIME_PYTHON = {"kubernetes", "pyvmomi", "libvirt-python"}
 
 
-
-
 def galaxy_version():
     with open(os.path.join(ROOT, "galaxy.yml")) as handle:
         return yaml.safe_load(handle)["version"]

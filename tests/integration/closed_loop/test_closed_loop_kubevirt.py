@@ -16,7 +16,13 @@ the host has CPU to spare). The policy parameters are shortened as an
 operator may set them (calm and cooldown of 0 s, big relax steps). The
 first test reads Prometheus through an HTTPS front that wants a bearer
 token (prometheus_front: the lab's Prometheus has neither TLS nor
-authentication), as a Prometheus behind an authenticating proxy is read."""
+authentication), as a Prometheus behind an authenticating proxy is read.
+
+Most cycles run on an inventory whose hypervisor host is lab-node-a as a
+KubeVirt node (overcommit_libvirt false, its modules run by a Python without
+libvirt-python), as on a KubeVirt cluster; the kill-switch test runs on the
+lab's own inventory, where the KubeVirt VMs are decided together with the lab
+hypervisor's libvirt guests."""
 
 import json
 import os
@@ -30,7 +36,10 @@ import playbook_forkserver
 from prometheus_front import PrometheusFront
 from run_module import INVENTORY, ROOT, run_module
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("libvirt")]
+pytestmark = [pytest.mark.e2e]
+# The lab's guests are read only by the cycles on the lab inventory.
+ON_KUBEVIRT_NODE = pytest.mark.xdist_group("lab-node-a")
+ON_LAB_HYPERVISOR = pytest.mark.xdist_group("libvirt")
 
 POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.2, "floor_fraction": 0.1,
           "pressure_relax": 100.0}
@@ -68,11 +77,14 @@ def throttles(fleet, name):
     return [e for e in fleet.events(name) if e[1] == "CPULimitApplied"]
 
 
-def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exactly(lab, tmp_path, noisy_kubevirt):
+@ON_KUBEVIRT_NODE
+def test_the_loop_contains_a_noisy_kubevirt_vm_then_relaxes_and_restores_it_exactly(
+        lab, tmp_path, noisy_kubevirt, kubevirt_node_inventory):
     fleet, noisy, victim = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"], noisy_kubevirt["victim"]
     token = "oc-test-%s" % noisy
     with PrometheusFront(lab["OVERCOMMIT_PROMETHEUS_URL"], str(tmp_path), token) as front:
-        through_front = {"prometheus_url": front.url, "prometheus_token": token, "prometheus_ca_cert": front.cert_path}
+        through_front = {"prometheus_url": front.url, "prometheus_token": token, "prometheus_ca_cert": front.cert_path,
+                         "inventory": kubevirt_node_inventory}
         contain_relax_and_restore(lab, tmp_path, noisy_kubevirt, through_front)
     # Every query went through the front with the token, over TLS verified against its CA.
     assert front.queries and front.unauthorized == 0, (front.queries, front.unauthorized)
@@ -90,6 +102,8 @@ def contain_relax_and_restore(lab, tmp_path, noisy_kubevirt, prometheus):
     assert actions == [("throttle", key, "contain")], (summary["notes"], summary["skipped"], summary["lines"])
     cap = summary["actions"][0]["cpus"]
     assert summary["outcome"]["applied"] == [key], summary["lines"]
+    # The KubeVirt node's host was measured, with no libvirt-python there.
+    assert not [s for s in summary["skipped"] if s.get("host") == "kubevirt-node-a"], summary["skipped"]
     # The brake as the API server stored it: the launcher pod's compute limit is the cap.
     annotations = fleet.annotations(noisy)
     assert cpus(annotations[PREFIX + "cpu-limit"]) == pytest.approx(cap)
@@ -128,7 +142,9 @@ def contain_relax_and_restore(lab, tmp_path, noisy_kubevirt, prometheus):
     assert list(json.loads(annotations[PREFIX + "policy"])) == ["restored_at"], annotations
 
 
-def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, tmp_path, noisy_kubevirt):
+@ON_KUBEVIRT_NODE
+def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(
+        lab, tmp_path, noisy_kubevirt, kubevirt_node_inventory):
     fleet, noisy = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"]
     key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
     noisy_kubevirt["contention"].start()
@@ -137,7 +153,8 @@ def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, 
     for index in range(2):
         cycle_dir = tmp_path / ("cycles-%d" % index)
         cycle_dir.mkdir()
-        runs.append((cycle_dir, subprocess.Popen(command(lab, cycle_dir, kubevirt_selector=fleet.selector),
+        runs.append((cycle_dir, subprocess.Popen(command(lab, cycle_dir, kubevirt_node_inventory,
+                                                         kubevirt_selector=fleet.selector),
                                                  env=environment(lab),
                                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     summaries = []
@@ -156,7 +173,9 @@ def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(lab, 
     assert len(throttles(fleet, noisy)) == 1, fleet.events(noisy)
 
 
-def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(lab, tmp_path, noisy_kubevirt):
+@ON_LAB_HYPERVISOR
+def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(
+        lab, tmp_path, noisy_kubevirt, lab_guest_states_restored):
     fleet, noisy = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"]
     key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
     fleet.custom.patch_namespaced_custom_object("kubevirt.io", "v1", NAMESPACE, "virtualmachines", noisy,
@@ -171,50 +190,15 @@ def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(lab
     assert (fleet.annotations(noisy), fleet.compute_limits(noisy)) == before
 
 
-# A KubeVirt node as the inventory names it: no libvirt on the host (libvirtd
-# runs inside each virt-launcher pod), so no libvirt-python either. The
-# machine's own /usr/bin/python3 has none, and the host runs its modules with it.
-NODE_WITHOUT_LIBVIRT = """
-all:
-  children:
-    hypervisors:
-      hosts:
-        kubevirt-node-a:
-          ansible_connection: local
-          ansible_python_interpreter: /usr/bin/python3
-          kubernetes_node: lab-node-a
-          overcommit_libvirt: false
-    controllers:
-      hosts:
-        localhost:
-          ansible_connection: local
-          ansible_python_interpreter: "{{ ansible_playbook_python }}"
-"""
-
-
-def test_a_kubevirt_node_without_libvirt_python_is_measured_and_its_vm_contained(lab, tmp_path, noisy_kubevirt):
-    """The host side of a cycle on a KubeVirt node runs without libvirt-python:
-    host_pressure_info reads the node's pressure, and the cycle throttles the
-    noisy VM of that node; asked for domains there, the module says what is
-    missing instead of failing with a traceback."""
-    interpreter = "/usr/bin/python3"
-    assert subprocess.run([interpreter, "-c", "import libvirt"], capture_output=True).returncode != 0, \
+@ON_KUBEVIRT_NODE
+def test_host_pressure_info_runs_on_a_kubevirt_node_without_libvirt_python(kubevirt_node_inventory):
+    """The host side of a cycle on a KubeVirt node: host_pressure_info reads
+    the node's pressure with no libvirt-python there (the cycles above run on
+    that host); asked for domains, it says what is missing, no traceback."""
+    assert subprocess.run(["/usr/bin/python3", "-c", "import libvirt"], capture_output=True, check=False).returncode != 0, \
         "this test needs a Python without libvirt-python"
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(NODE_WITHOUT_LIBVIRT)
     read = run_module("host_pressure_info", {"collect_domains": False}, host="kubevirt-node-a",
-                      inventory=str(inventory))
+                      inventory=kubevirt_node_inventory)
     assert not read.get("failed") and read["cpus"] >= 1 and "avg10" in read["pressure"]["cpu"]["some"], read
-    refused = run_module("host_pressure_info", {}, host="kubevirt-node-a", inventory=str(inventory))
+    refused = run_module("host_pressure_info", {}, host="kubevirt-node-a", inventory=kubevirt_node_inventory)
     assert refused["failed"] and "libvirt-python" in refused["msg"] and "Traceback" not in str(refused), refused
-
-    fleet, key = noisy_kubevirt["fleet"], noisy_kubevirt["key"]
-    noisy_kubevirt["contention"].start()
-    settle()
-    summary, output = cycle(lab, tmp_path, fleet, inventory=str(inventory))
-    noisy_kubevirt["contention"].stop()
-    assert [(a["action"], a["object"], a["rule"]) for a in summary["actions"]] == [("throttle", key, "contain")], (
-        summary["notes"], summary["skipped"], summary["lines"])
-    assert summary["outcome"]["applied"] == [key], summary["lines"]
-    assert not [s for s in summary["skipped"] if s.get("host") == "kubevirt-node-a"], summary["skipped"]
-    assert cpus(fleet.compute_limits(noisy_kubevirt["noisy"])["cpu"]) == pytest.approx(summary["actions"][0]["cpus"])

@@ -15,7 +15,6 @@ import asyncio
 import datetime
 import json
 import logging
-import os
 import socket
 import subprocess
 import threading
@@ -67,9 +66,11 @@ class SourceThread(object):
 
 
 def alertmanager_config(source_url, ca_file):
-    receiver = lambda name, token: {"name": name, "webhook_configs": [{  # noqa: E731
-        "url": source_url, "send_resolved": True,
-        "http_config": {"authorization": {"type": "Bearer", "credentials": token}, "tls_config": {"ca_file": ca_file}}}]}
+    def receiver(name, token):
+        return {"name": name, "webhook_configs": [{
+            "url": source_url, "send_resolved": True,
+            "http_config": {"authorization": {"type": "Bearer", "credentials": token},
+                            "tls_config": {"ca_file": ca_file}}}]}
     return {"route": {"receiver": "holder", "group_by": ["alertname"], "group_wait": "0s", "group_interval": "1s",
                       "repeat_interval": "1h",
                       "routes": [{"receiver": "stranger", "matchers": ['sender="stranger"']}]},
@@ -105,7 +106,8 @@ def test_alertmanager_sends_the_token_over_tls_and_a_sender_without_it_is_refuse
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_for(lambda: subprocess.run(["curl", "-fsS", "http://127.0.0.1:%d/-/ready" % am_port],
-                                            capture_output=True).returncode == 0, 30, "Alertmanager to be ready")
+                                            capture_output=True, check=False).returncode == 0, 30,
+                     "Alertmanager to be ready")
             now = datetime.datetime.now(datetime.timezone.utc)
             firing = {"labels": {"alertname": "OcTestHolder", "sender": "holder", "host": "hv-1", "vm": "web-1"},
                       "annotations": {"summary": "web-1 waits"}, "startsAt": now.isoformat()}

@@ -159,7 +159,7 @@ def test_alertmanager_takes_posts_with_the_credentials_only_and_counts_the_refus
 
     async def exchange(queue):
         await asyncio.sleep(0.2)
-        for _ in range(2):
+        for _attempt in range(2):
             statuses.append(await post(port, body or json.dumps(NOTIFICATION).encode(), authorization=authorization))
         while status == 202 and queue.qsize() < 4:
             await asyncio.sleep(0.01)
