@@ -181,6 +181,7 @@ def test_alertmanager_takes_posts_with_the_credentials_only_and_counts_the_refus
     ({"certfile": "/tmp/tls.crt"}, "keyfile"),
     ({"cafile": "/tmp/ca.pem"}, "certfile"),
     ({"max_body_bytes": 0}, "max_body_bytes"),
+    ({"certfile": "/nonexistent/tls.crt", "keyfile": "/nonexistent/tls.key"}, "certfile"),
 ])
 def test_alertmanager_refuses_arguments_that_do_not_go_together_before_listening(args, field):
     with pytest.raises(ValueError) as refused:

@@ -170,9 +170,15 @@ class Endpoint(object):
         self.tls = None
         if certfile:
             self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            self.tls.load_cert_chain(certfile, keyfile)
+            try:
+                self.tls.load_cert_chain(certfile, keyfile)
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError("certfile %s and keyfile %s cannot be loaded: %s" % (certfile, keyfile, exc))
             if cafile:
-                self.tls.load_verify_locations(cafile)
+                try:
+                    self.tls.load_verify_locations(cafile)
+                except (OSError, ssl.SSLError) as exc:
+                    raise ValueError("cafile %s cannot be loaded: %s" % (cafile, exc))
                 self.tls.verify_mode = ssl.CERT_REQUIRED
         self.refused = {}
 
