@@ -20,7 +20,8 @@ description:
     C(topology.kubernetes.io/zone)), C(role_<role>) (labels C(node-role.kubernetes.io/<role>)), C(pool_<pool>)
     (label O(pool_label)), C(esxi_<host>) (the ESXi host the C(esxi_guard) role labelled the node with,
     C(<prefix><esxi_host_label>)), and C(gated) or C(open) by the collection's admission gate (the record
-    M(overcommit.control.node_admission) keeps on a gated node). Characters a group name cannot hold become C(_)."
+    M(overcommit.control.node_admission) keeps on a gated node, even one this version cannot read). Characters a
+    group name cannot hold become C(_)."
   - Each host also gets C(overcommit_node) - its labels, taints, whether it is cordoned, gated (with the gate
     record), paused (the kill switch label), its zone, roles, pool and ESXi host - for O(compose), O(groups),
     O(keyed_groups) and O(filters).

@@ -148,8 +148,13 @@ def select_domains(client, names, classes, class_namespace):
                 selected[domain.name()] = (domain, None)
                 continue
             # The class alone decides: a domain whose throttle record cannot
-            # be read is still selected, and fails on its own.
-            facts = domain_xml.class_facts(ET.fromstring(described["xml"]), class_namespace)
+            # be read is still selected, and fails on its own; so does one
+            # whose class element is of a newer schema.
+            try:
+                facts = domain_xml.class_facts(ET.fromstring(described["xml"]), class_namespace)
+            except cpu.ValueRangeError:
+                selected[described["name"]] = (domain, described)
+                continue
             effective, _why = vm_class.resolve_class(facts["declared_class"], facts["pinned"], facts["realtime"])
             if effective in classes:
                 selected[described["name"]] = (domain, described)

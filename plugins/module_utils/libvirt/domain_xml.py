@@ -7,7 +7,8 @@ its <metadata>. Pure: strings in, plain data out.
 The class is read from <metadata><vm xmlns=CLASS_NAMESPACE><class>...; the
 throttle record is one element in THROTTLE_NAMESPACE holding who, why, when,
 the cap, the exact values it replaced per target (live, config) and which of
-them the throttle set (`owns`, the only ones restore writes back).
+them the throttle set (`owns`, the only ones restore writes back). A record
+without `owns` (written before it existed) restores every value it recorded.
 
 The control policy's state between cycles and the kill switch are one
 element in POLICY_NAMESPACE (either part may be absent; with neither the
@@ -20,7 +21,10 @@ element is removed):
 
 `pause` present means paused (no automatic action on the domain), with
 why, who and when; `state` holds the policy's per-VM state as JSON (sorted
-keys, so the same state always gives the same text)."""
+keys, so the same state always gives the same text).
+
+Each element the collection writes carries the record schema it was written
+in (attribute `schema`, common.record); one without it is read as schema 1."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -31,6 +35,8 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
+    check_schema, schema_refusal
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import plan
 
@@ -61,6 +67,9 @@ def class_facts(root, class_namespace=CLASS_NAMESPACE):
     """What decides a domain's class (pinning, realtime scheduling, declared
     class) in a parsed domain XML."""
     cputune = root.find("cputune")
+    element = root.find("metadata/{%s}vm" % class_namespace)
+    if element is not None:
+        check_schema("vm.schema", element.get(SCHEMA_FIELD))
     declared = root.findtext("metadata/{%s}vm/{%s}class" % (class_namespace, class_namespace))
     baseline = root.findtext("metadata/{%s}vm/{%s}baseline" % (class_namespace, class_namespace))
     return {
@@ -94,7 +103,7 @@ def class_xml(vm_class, baseline_cpus=None):
     a burstable VM's baseline; None removes it."""
     if vm_class is None:
         return None
-    element = ET.Element("vm")
+    element = ET.Element("vm", {SCHEMA_FIELD: str(RECORD_SCHEMA)})
     ET.SubElement(element, "class").text = vm_class
     if baseline_cpus is not None:
         ET.SubElement(element, "baseline").text = "%g" % baseline_cpus
@@ -128,13 +137,18 @@ def parse_policy_of(root):
 
 def parse_policy(element):
     """{state: the stored policy state (dict) or None, pause: {reason, by,
-    time} or None, error: why the stored state cannot be read, or None}."""
+    time} or None, error: why the stored state cannot be read, or None}.
+    The kill switch of an element of a newer schema still holds (pausing is
+    the safe way to misread it); its state is not read."""
     out = {"state": None, "pause": None, "error": None}
+    newer = schema_refusal(element.get(SCHEMA_FIELD))
+    if newer:
+        out["error"] = "the stored policy element cannot be read: %s" % newer
     for child in element:
         tag = child.tag.rsplit("}", 1)[-1]
         if tag == "pause":
             out["pause"] = dict((field, child.get(field)) for field in PAUSE_FIELDS if child.get(field) is not None)
-        elif tag == "state":
+        elif tag == "state" and not newer:
             try:
                 state = untrusted.loads(child.text or "")
             except ValueError as exc:
@@ -158,7 +172,7 @@ def policy_xml(state, pause):
     is neither a state nor a pause (the element is then removed)."""
     if state is None and pause is None:
         return None
-    element = ET.Element("policy")
+    element = ET.Element("policy", {SCHEMA_FIELD: str(RECORD_SCHEMA)})
     if pause is not None:
         node = ET.SubElement(element, "pause")
         for field in PAUSE_FIELDS:
@@ -195,7 +209,9 @@ def _previous_value(field, text):
 def parse_record(element):
     """The throttle record as plain data; raises RecordError, naming the
     field, for a value restore could not write back (the record is read from
-    the domain, so it is not trusted to be the collection's own)."""
+    the domain, so it is not trusted to be the collection's own), and
+    NewerRecordError for a record of a newer schema."""
+    check_schema("throttle.schema", element.get(SCHEMA_FIELD))
     record = dict((field, element.get(field)) for field in RECORD_FIELDS if element.get(field) is not None)
     for field in sorted(record):
         if len(record[field]) > untrusted.MAX_CHARS:
@@ -234,7 +250,7 @@ def _owned_keys(text):
 
 def record_xml(record):
     """The record as the element libvirt stores under THROTTLE_NAMESPACE."""
-    element = ET.Element("throttle")
+    element = ET.Element("throttle", {SCHEMA_FIELD: str(RECORD_SCHEMA)})
     for field in RECORD_FIELDS:
         if record.get(field) is not None:
             element.set(field, _text(record[field]))

@@ -18,6 +18,7 @@ import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, schema_refusal
 
 RESOURCES = ("cpu", "memory")
 UNITS = {"cpu": "MHz", "memory": "MB"}
@@ -26,7 +27,8 @@ SHARES_LEVELS = ("low", "normal", "high", "custom")
 LOCKED = "memory_reservation_locked_to_max"
 FIELDS = tuple("%s.%s" % (resource, key) for resource in RESOURCES for key in ALLOCATION_KEYS) + (LOCKED,)
 UNLIMITED = -1
-RECORD_VERSION = 1
+# The record's schema (common.record), kept under "v" since its first shape.
+RECORD_VERSION = RECORD_SCHEMA
 DEFAULT_ATTRIBUTE = "overcommit.control.reservation"
 REASON_MAX = 120
 
@@ -244,6 +246,9 @@ def decode_record(text, attribute=DEFAULT_ATTRIBUTE):
     except ValueError as exc:
         raise ReservationError(attribute, "the custom attribute holds %r (%s), not a reservation record; clear it or "
                                           "use another attribute" % (text[:80], exc))
+    newer = schema_refusal(record.get("v")) if isinstance(record, dict) and record.get("v") is not None else None
+    if newer:
+        raise ReservationError(attribute, "the reservation record cannot be read: %s; nothing was changed" % newer)
     if not isinstance(record, dict) or record.get("v") != RECORD_VERSION or not isinstance(record.get("prior"), dict):
         raise ReservationError(attribute, "the custom attribute holds an unknown record format: %r" % text[:80])
     unknown = [field for field in record["prior"] if field not in FIELDS]

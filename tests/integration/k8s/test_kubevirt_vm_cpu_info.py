@@ -97,7 +97,7 @@ def test_reads_the_cap_class_state_kill_switch_and_the_usage_prometheus_holds(la
     assert vms[keys[0]]["policy"] == {"cap": 1.0, "rule": "contain"}
     assert vms[keys[1]]["paused"] and not vms[keys[0]]["paused"]
     # The state is the VMI's annotation; the switch, on a VMI of its own, its label.
-    assert json.loads(fleet.annotations(busy)[PREFIX + "policy"]) == {"cap": 1.0, "rule": "contain"}
+    assert json.loads(fleet.annotations(busy)[PREFIX + "policy"]) == {"cap": 1.0, "rule": "contain", "schema": 1}
     assert fleet.read(quiet)["metadata"]["labels"][PREFIX + "paused"] == "true"
 
     cleared = k8s(lab, "kubevirt_policy_state", {"states": {keys[0]: None}, "names": [keys[1]], "paused": False})

@@ -53,7 +53,7 @@ def test_policy_state_round_trips_through_the_info_module_is_idempotent_and_remo
     assert written["changed"] is True and written["nodes"][0]["after"]["policy"] == STATE
     assert written["diff"][0]["before"]["policy"] is None and written["diff"][0]["after"]["policy"] == STATE
     annotations = node_state(kube_admin, name)["annotations"]
-    assert annotations[PREFIX + "policy"] == '{"gated_at":1767607200,"rule":"gate_pressure"}'
+    assert annotations[PREFIX + "policy"] == '{"gated_at":1767607200,"rule":"gate_pressure","schema":1}'
     assert json.loads(annotations[PREFIX + "gate"])["reason"] == "PSI high"
     read = info(run_as, name)
     assert read["policy"] == STATE and read["paused"] is False and "policy_error" not in read

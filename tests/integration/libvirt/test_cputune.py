@@ -7,7 +7,7 @@ import subprocess
 import libvirt
 import pytest
 
-from domain_records import element_of, planted
+from domain_records import KEYS, THROTTLE_NS, element_of, metadata_flags, planted
 from measure import TOLERANCE_CPUS, check_braked, check_recovered, cpu_rate
 from run_module import run_module, run_playbook
 
@@ -343,6 +343,42 @@ def test_a_hand_edited_throttle_record_fails_that_domain_alone_naming_the_field(
         entries = by_name(info)
         assert entries["oc-lab-idle-4"]["failed"] and "throttle.cpus" in entries["oc-lab-idle-4"]["msg"]
         assert entries["oc-lab-idle-1"]["class"] == "shared" and not entries["oc-lab-idle-1"].get("failed")
+
+
+def rewritten(domain, element_xml):
+    """The domain's throttle record (live and persistent) replaced by `element_xml`."""
+    domain.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, element_xml, KEYS[THROTTLE_NS], THROTTLE_NS,
+                       metadata_flags(domain))
+
+
+def test_a_record_in_an_older_shape_restores_exactly_and_one_of_a_newer_schema_is_refused(idle4):
+    """A throttle in flight across an upgrade: the record as builds before
+    records carried a schema (or `owns`) wrote it still restores exactly what
+    it recorded; a record of a newer schema than this collection reads is
+    refused for that domain, nothing changed."""
+    before = sched(idle4)
+    throttled = cputune({"domains": ["oc-lab-idle-4"], "cpus": 1.5, "reason": "INC-20"})
+    assert throttled["changed"] and not throttled.get("failed"), throttled
+    current = element_of(idle4)["live"]
+    assert 'schema="1"' in current and "owns=" in current, current
+    capped = sched(idle4)
+
+    newer = current.replace('schema="1"', 'schema="2"')
+    rewritten(idle4, newer)
+    refused = cputune({"domains": ["oc-lab-idle-4"], "state": "restored"})
+    entry = by_name(refused)["oc-lab-idle-4"]
+    assert refused["failed"] and entry["failed"] and "Traceback" not in str(refused), refused
+    assert "throttle.schema" in entry["msg"] and "newer overcommit.control" in entry["msg"], entry
+    assert sched(idle4) == capped and element_of(idle4)["live"] == newer
+
+    # The older shape: no schema, no owns (restore then writes back every value recorded).
+    older = current.replace(' schema="1"', "")
+    older = older[:older.index(" owns=")] + older[older.index('"', older.index(" owns=") + 8) + 1:]
+    assert "schema" not in older and "owns" not in older, older
+    rewritten(idle4, older)
+    restored = cputune({"domains": ["oc-lab-idle-4"], "state": "restored"})
+    assert restored["changed"] and not restored.get("failed"), restored
+    assert sched(idle4) == before and element_of(idle4) == {"live": None, "config": None}
 
 
 VANISHING = ("<domain type='qemu'><name>%s</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>"

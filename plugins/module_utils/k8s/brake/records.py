@@ -4,7 +4,8 @@
 """The records the KubeVirt CPU brake keeps in annotations, as types: what
 they hold, how they are read (anything that is not such a record - not
 JSON, not a mapping, too big - reads as none, so a hand-edited annotation
-never breaks a run) and how they are written (JSON, sorted keys). Pure."""
+never breaks a run) and how they are written (JSON, sorted keys, with the
+record schema they are in: common.record). Pure."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,6 +14,8 @@ __metaclass__ = type
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
+    schema_refusal
 
 
 def _mapping(text):
@@ -21,11 +24,15 @@ def _mapping(text):
         value = untrusted.loads(text)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict) or schema_refusal(value.get(SCHEMA_FIELD)):
+        return None
+    return value
 
 
 class _Record(object):
-    """Fields by name; keys of the stored JSON it does not know are kept."""
+    """Fields by name; keys of the stored JSON it does not know are kept.
+    The schema is the stored text's business (text()), not a field: a record
+    written before records carried one equals the same record written now."""
 
     FIELDS = ()
     # Field name -> its key in the JSON, where they differ.
@@ -49,7 +56,9 @@ class _Record(object):
             value = untrusted.loads(text)
         except ValueError as exc:
             return "not a record: %s" % exc
-        return None if isinstance(value, dict) else "not a record: a JSON %s, not a mapping" % type(value).__name__
+        if not isinstance(value, dict):
+            return "not a record: a JSON %s, not a mapping" % type(value).__name__
+        return schema_refusal(value.get(SCHEMA_FIELD))
 
     @classmethod
     def parse(cls, text):
@@ -58,7 +67,7 @@ class _Record(object):
         if stored is None:
             return None
         keys = dict((cls.KEYS.get(field, field), field) for field in cls.FIELDS)
-        return cls(extra=dict((k, v) for k, v in stored.items() if k not in keys),
+        return cls(extra=dict((k, v) for k, v in stored.items() if k not in keys and k != SCHEMA_FIELD),
                    **dict((keys[k], v) for k, v in stored.items() if k in keys))
 
     def as_dict(self):
@@ -73,7 +82,8 @@ class _Record(object):
     ALWAYS = ()
 
     def text(self):
-        return json.dumps(self.as_dict(), sort_keys=True)
+        """The annotation's text: the record in the current schema."""
+        return json.dumps(dict(self.as_dict(), **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True)
 
     def __eq__(self, other):
         return type(other) is type(self) and other.as_dict() == self.as_dict()

@@ -24,6 +24,8 @@ import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
+    schema_refusal
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since, seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import taints as node_taints
@@ -55,8 +57,24 @@ def paused_key(prefix):
 
 
 def policy_text(state):
-    """The annotation's text of a policy state: compact JSON, sorted keys."""
-    return json.dumps(state, sort_keys=True, separators=(",", ":"))
+    """The annotation's text of a policy state: compact JSON, sorted keys,
+    with the record schema it is in (common.record)."""
+    return json.dumps(dict(state, **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True, separators=(",", ":"))
+
+
+def _stored(text):
+    """(mapping, why not) of an annotation's JSON text, without its schema
+    field; a record of a newer schema is not read."""
+    try:
+        value = untrusted.loads(text)
+    except (TypeError, ValueError) as exc:
+        return None, "the annotation is not valid JSON (%s)" % exc
+    if not isinstance(value, dict):
+        return None, "the annotation holds a %s, not a mapping" % type(value).__name__
+    why = schema_refusal(value.get(SCHEMA_FIELD))
+    if why:
+        return None, why
+    return dict((key, item) for key, item in value.items() if key != SCHEMA_FIELD), None
 
 
 def check_policy_state(value, field="policy_state"):
@@ -66,6 +84,9 @@ def check_policy_state(value, field="policy_state"):
         return None
     if not isinstance(value, dict):
         raise ValueRangeError(field, value, "a mapping (the policy's state of the node), or null to remove it")
+    if SCHEMA_FIELD in value:
+        raise ValueRangeError("%s.%s" % (field, SCHEMA_FIELD), value[SCHEMA_FIELD],
+                              "no such key: the stored annotation keeps its record schema there")
     try:
         policy_text(value)
     except (TypeError, ValueError) as exc:
@@ -139,23 +160,30 @@ def check_request(params, policy_given=None):
 
 
 def parse_record(text):
-    try:
-        record = untrusted.loads(text)
-    except (TypeError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    return _stored(text)[0]
+
+
+def record_text(record):
+    """The gate record annotation's text, in the current record schema."""
+    return json.dumps(dict(record, **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True)
 
 
 def record_error(annotations, prefix):
     """Why the gate record annotation on a node cannot be read (not JSON,
-    not a mapping), naming the annotation, or None (none there, or readable)."""
+    not a mapping, a newer schema), naming the annotation, or None (none
+    there, or readable)."""
     key = record_key(prefix)
-    if key not in annotations or parse_record(annotations[key]) is not None:
+    if key not in annotations:
         return None
     text = annotations[key]
+    why = _stored(text)[1]
+    if why is None:
+        return None
     shown = text if len(text) <= 40 else "%s... (%d characters)" % (text[:40], len(text))
-    return ("the gate record in annotation %s cannot be read (%r is not a JSON mapping); nothing was changed: "
-            "correct or remove the annotation" % (key, shown))
+    if why.startswith("the annotation"):
+        return ("the gate record in annotation %s cannot be read (%r is not a JSON mapping); nothing was changed: "
+                "correct or remove the annotation" % (key, shown))
+    return "the gate record in annotation %s cannot be read: %s; nothing was changed" % (key, why)
 
 
 def parse_policy(text):
@@ -163,13 +191,7 @@ def parse_policy(text):
     state is a mapping; no annotation is (None, None)."""
     if text is None:
         return None, None
-    try:
-        state = untrusted.loads(text)
-    except (TypeError, ValueError) as exc:
-        return None, "the annotation is not valid JSON (%s)" % exc
-    if not isinstance(state, dict):
-        return None, "the annotation holds a %s, not a mapping" % type(state).__name__
-    return state, None
+    return _stored(text)
 
 
 def node_view(node, prefix):
@@ -266,7 +288,7 @@ def _patch(before, after, labels_patch, prefix):
     if labels_patch:
         patch.setdefault("metadata", {})["labels"] = labels_patch
     if after["gate"] != before["gate"]:
-        text = json.dumps(after["gate"], sort_keys=True) if after["gate"] is not None else None
+        text = record_text(after["gate"]) if after["gate"] is not None else None
         patch.setdefault("metadata", {})["annotations"] = {record_key(prefix): text}
     return patch or None
 

@@ -51,15 +51,17 @@ def node_facts(node, options):
             address = entry["address"]
             break
     return {"name": view["name"], "address": address, "labels": labels, "taints": view["taints"],
-            "unschedulable": view["unschedulable"], "gate": view["gate"], "paused": view["paused"]}
+            "unschedulable": view["unschedulable"], "gate": view["gate"], "gate_error": view["gate_error"],
+            "paused": view["paused"]}
 
 
 def host_of(facts, options):
     """(inventory host name, its variables, its groups) for one node's facts."""
     labels = facts["labels"]
     esxi_label = options["prefix"] + options["esxi_host_label"]
-    # node_admission keeps its record on a node only while it is gated.
-    gated = facts["gate"] is not None
+    # node_admission keeps its record on a node only while it is gated; one
+    # it cannot read (a newer record schema, a hand edit) still says gated.
+    gated = facts["gate"] is not None or bool(facts.get("gate_error"))
     node = {"labels": labels, "taints": facts["taints"], "unschedulable": facts["unschedulable"],
             "gated": gated, "gate": facts["gate"], "paused": facts["paused"], "zone": labels.get(ZONE_LABEL),
             "roles": sorted(key[len(ROLE_LABEL_PREFIX):] for key in labels

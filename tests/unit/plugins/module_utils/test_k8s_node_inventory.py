@@ -55,6 +55,13 @@ def test_a_bare_node_is_open_and_only_in_the_hypervisors_group():
     assert "open" in groups
 
 
+@pytest.mark.parametrize("record_text", ["{not json", json.dumps({"reason": "pressure", "schema": 99})])
+def test_a_gate_record_that_cannot_be_read_still_puts_the_node_in_gated(record_text):
+    _name, variables, groups = host(node("node-d", annotations={"overcommit.control/gate": record_text}))
+    assert "gated" in groups and "open" not in groups
+    assert variables["overcommit_node"]["gated"] is True and variables["overcommit_node"]["gate"] is None
+
+
 def test_options_change_the_group_and_the_address():
     _name, variables, groups = host(node("node-d", addresses=[{"type": "ExternalIP", "address": "203.0.113.9"}]),
                                     hypervisors_group="kvm_nodes", address_type="ExternalIP")

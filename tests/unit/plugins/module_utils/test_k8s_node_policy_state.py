@@ -110,7 +110,7 @@ def test_the_info_row_has_policy_paused_and_the_error_only_when_there_is_one():
 def test_the_policy_state_is_written_with_the_gate_as_compact_sorted_json():
     result = plan(node(), request(policy_state=STATE))
     annotations = result["patch"]["metadata"]["annotations"]
-    assert annotations[PREFIX + "policy"] == '{"gated_at":1767607200,"rule":"gate_pressure"}'
+    assert annotations[PREFIX + "policy"] == '{"gated_at":1767607200,"rule":"gate_pressure","schema":1}'
     assert json.loads(annotations[PREFIX + "gate"])["plan"] == "plan-1"
     assert result["before"]["policy"] is None and result["after"]["policy"] == STATE
     assert result["gate_changed"] is True

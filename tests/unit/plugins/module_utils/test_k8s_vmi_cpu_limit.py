@@ -104,7 +104,7 @@ def test_throttle_plan_records_the_previous_limit_once():
     assert limit_plan.target(current, launcher, req) == (2.0, "throttle")
     desire = limit_plan.desire_patch(current, launcher, 2.0, req, FIELDS)["metadata"]["annotations"]
     assert desire[PREFIX + "cpu-limit"] == "2"
-    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4")
+    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4", schema=1)
     assert limit_plan.resize_patch(launcher, 2.0) == {
         "spec": {"containers": [{"name": "compute", "resources": {"limits": {"cpu": "2"}}}]}}
 

@@ -40,7 +40,7 @@ def domain_with(element_xml):
 def test_the_element_written_is_the_one_the_brakes_read():
     written = domain_xml.class_xml("burstable", 0.5)
     # libvirt puts the element in the namespace it is given.
-    stored = written.replace("<vm>", "<oc:vm>").replace("</vm>", "</oc:vm>").replace("<class>", "<oc:class>") \
+    stored = written.replace("<vm ", "<oc:vm ").replace("</vm>", "</oc:vm>").replace("<class>", "<oc:class>") \
         .replace("</class>", "</oc:class>").replace("<baseline>", "<oc:baseline>").replace("</baseline>", "</oc:baseline>")
     facts = domain_xml.class_facts(domain_with(stored))
     assert (facts["declared_class"], facts["baseline_cpus"]) == ("burstable", 0.5)

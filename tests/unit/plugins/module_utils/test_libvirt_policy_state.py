@@ -17,7 +17,7 @@ NEW_PAUSE = {"reason": None, "by": "bob", "time": "2024-05-02T08:00:00Z"}
 def as_libvirt_keeps_it(element_xml):
     """A domain XML with the element as libvirt stores it: the element in the
     namespace under its prefix, its children unprefixed."""
-    inner = element_xml.replace("<policy>", '<ocpolicy:policy xmlns:ocpolicy="%s">' % NS, 1)
+    inner = element_xml.replace("<policy", '<ocpolicy:policy xmlns:ocpolicy="%s"' % NS, 1)
     inner = inner.replace("</policy>", "</ocpolicy:policy>")
     return "<domain><name>x</name><vcpu>2</vcpu><metadata>%s</metadata></domain>" % inner
 
