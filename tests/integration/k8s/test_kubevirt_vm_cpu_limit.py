@@ -392,7 +392,7 @@ def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     assert fleet.compute_limits(capped) == {"cpu": "1"}
     assert json.loads(fleet.annotations(capped)[RECORD])["reason"] == "INC-6 playbook"
     # The libvirt play had no domains to act on: its tasks never ran.
-    assert "throttle : Summarise what changed on this host" not in throttled.stdout
+    assert "throttle : Cap the targeted domains of this host" not in throttled.stdout
     assert re.search(r"lab-hypervisor +: ok=\d+ +changed=0 ", throttled.stdout), throttled.stdout[-1000:]
     # Without -v the summary says per VM what cap is in force and what it replaced.
     assert '"%s/%s: 1 CPU, was unlimited"' % (NAMESPACE, capped) in throttled.stdout, throttled.stdout[-3000:]

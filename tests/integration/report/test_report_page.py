@@ -118,7 +118,7 @@ def test_without_report_dir_it_says_what_to_give_before_measuring(tmp_path):
     completed = run_playbook("report.yml", {"report_samples": 1, "report_interval": 1})
     assert completed.returncode != 0
     assert "report_dir is required: -e report_dir=DIR" in completed.stdout
-    assert "VM round" not in completed.stdout  # nothing was measured
+    assert "round 1 of 1" not in completed.stdout  # nothing was measured
 
 
 def test_bad_sampling_is_refused_before_measuring(tmp_path):
