@@ -5,15 +5,19 @@ in the lab namespace, and deletes them. No kubelet runs in the lab, so a
 pod's spec is what the tests read: the server accepted the resize there."""
 
 import json
+import os
 import re
+import sys
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from apiproxy import ApiProxy, kubeconfig_parts
 from kubevirt_fleet import GROUP, NAMESPACE, VERSION, Fleet
-from run_module import run_module
+import playbook_forkserver
+from run_module import INVENTORY, ROOT, run_module
 from run_module import run_playbook as run_lab_playbook
 
 pytestmark = pytest.mark.isolated
@@ -412,3 +416,28 @@ def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     assert DESIRED not in fleet.annotations(capped)
     line = "%s/%s: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1.5 CPU)" % (NAMESPACE, capped)
     assert '"%s"' % line in restored.stdout, restored.stdout[-3000:]
+
+
+def test_the_reconcile_role_fails_after_its_summary_when_a_vmi_failed(lab, fleet, tmp_path):
+    selector = "oc-it-reconcile=%d" % os.getpid()
+    key, value = selector.split("=")
+    good, bad = fleet.vmi(cores=4, limits={"cpu": "4"}, labels={key: value}), \
+        fleet.vmi(cores=4, limits={"cpu": "4"}, labels={key: value})
+    for name, desired in ((good, "3"), (bad, "lots")):
+        fleet.custom.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name,
+                                                    {"metadata": {"annotations": {DESIRED: desired}}})
+    play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "The reconcile role", "ansible.builtin.include_role": {"name": "overcommit.control.kubevirt_cpu_reconcile"},
+         "vars": {"kubevirt_cpu_reconcile_namespace": NAMESPACE, "kubevirt_cpu_reconcile_label_selector": selector}}]}]
+    playbook = tmp_path / "reconcile.yml"
+    playbook.write_text(yaml.safe_dump(play))
+    env = dict(os.environ, K8S_AUTH_KUBECONFIG=lab["OVERCOMMIT_KUBECONFIG_OPERATOR"], ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
+    completed = playbook_forkserver.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                                         INVENTORY, str(playbook)], env=env)
+    # The good VMI is reconciled and both show in the summary before the run fails.
+    assert completed.returncode != 0, completed.stdout[-3000:]
+    assert fleet.compute_limits(good) == {"cpu": "3"}
+    assert "%s/%s: 3 CPU, was unlimited: limit 4 CPU" % (NAMESPACE, good) in completed.stdout, completed.stdout[-3000:]
+    assert "%s/%s: failed: the desired cap" % (NAMESPACE, bad) in completed.stdout, completed.stdout[-3000:]
+    assert "fleet_result : Fail when an object could not be handled" in completed.stdout
