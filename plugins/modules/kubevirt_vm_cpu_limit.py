@@ -331,9 +331,8 @@ def main():
         name_fields=("names",),
     )
     request = module.checked(vmi_cpu_limit.check_request)
-    runner_args = (request, record_fields(module.params), clock, socket.gethostname())
-    results = module.with_client(lambda client: CpuLimitRunner(client, *runner_args).run(
-        module.params["namespace"], module.params["names"], module.params["label_selector"]))
+    fields, instance = record_fields(module.params), socket.gethostname()
+    results = module.with_client(lambda client: CpuLimitRunner(client, request, fields, clock, instance).run())
     exit_fleet(module, results, "VMI", "vms",
                describe=lambda result: vmi_cpu_limit.report_line(result, request["state"], module.check_mode))
 

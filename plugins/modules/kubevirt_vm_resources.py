@@ -309,8 +309,7 @@ def main():
         name_fields=("names",),
     )
     request = module.checked(vm_resources.check_request)
-    results = module.with_client(lambda client: VmResourcesRunner(client, request).run(
-        module.params["namespace"], module.params["names"], module.params["label_selector"]))
+    results = module.with_client(lambda client: VmResourcesRunner(client, request).run())
     extra = {"risky": [r["name"] for r in results if r.get("risky")]} if request["mode"] == "audit" else {}
     exit_fleet(module, results, "VM", "vms", **extra)
 

@@ -301,7 +301,7 @@ domains:
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    NAME_FIELDS, CpuTuneRunner, selection_argument_spec)
+    NAME_FIELDS, CpuTuneRunner, check_request, report_line, selection_argument_spec)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
@@ -333,10 +333,10 @@ def main():
         required_one_of=[("domains", "classes")],
         required_if=[("state", "throttled", ("cpus", "quota", "shares", "emulator_cpus", "emulator_quota"), True)],
     )
-    runner = CpuTuneRunner(None, module.params, module.check_mode, now=utc_now(),
-                           requested_by=requester(module.params))
-    exit_fleet(module, module.with_client(runner.validate_and_run), "domain", "domains",
-               describe=runner.report_line)
+    request = module.checked(lambda params: check_request(params, module.check_mode))
+    now, requested_by = utc_now(), requester(module.params)
+    results = module.with_client(lambda client: CpuTuneRunner(client, request, now, requested_by).run())
+    exit_fleet(module, results, "domain", "domains", describe=lambda result: report_line(result, request))
 
 
 if __name__ == "__main__":

@@ -191,7 +191,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.record i
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import DomainPolicyStateRunner
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import (
+    DomainPolicyStateRunner, check_request, report_line)
 
 
 def main():
@@ -210,10 +211,10 @@ def main():
         name_fields=("domains",),
         required_one_of=[("states", "paused")],
     )
-    runner = DomainPolicyStateRunner(None, module.params, module.check_mode, now=utc_now(),
-                                     requested_by=requester(module.params))
-    module.checked(lambda params: runner.validate())
-    exit_fleet(module, module.with_client(runner.run_over), "domain", "domains", describe=runner.report_line)
+    request = module.checked(lambda params: check_request(params, module.check_mode))
+    now, requested_by = utc_now(), requester(module.params)
+    results = module.with_client(lambda client: DomainPolicyStateRunner(client, request, now, requested_by).run())
+    exit_fleet(module, results, "domain", "domains", describe=lambda result: report_line(result, module.check_mode))
 
 
 if __name__ == "__main__":

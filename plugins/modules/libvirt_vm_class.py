@@ -147,9 +147,9 @@ def main():
         ),
         failed={"domains": []},
     )
-    wanted = module.checked(lambda params: classify.check_classes(params["classes"], params.get("baselines")))
-    runner = classify.ClassRunner(module.params, wanted, module.check_mode)
-    exit_fleet(module, module.with_client(runner.run_over), "domain", "domains",
+    request = module.checked(lambda params: classify.check_request(params, module.check_mode))
+    results = module.with_client(lambda client: classify.ClassRunner(client, request).run())
+    exit_fleet(module, results, "domain", "domains",
                describe=lambda result: classify.report_line(result, module.check_mode))
 
 

@@ -303,8 +303,7 @@ def main():
     request = module.checked(lambda params: gate.check_request(params, module.given("policy_state")))
     fields = record_fields(module.params)
     results, fleet = module.with_client(
-        lambda client: AdmissionRunner(client, request, fields, clock, socket.gethostname()).run(
-            module.params["names"], module.params["label_selector"]),
+        lambda client: AdmissionRunner(client, request, fields, clock, socket.gethostname()).run(),
         refusals=(gate.GateRefusal,))
     exit_fleet(module, results, "node", "nodes", **({"fleet": fleet} if fleet else {}))
 

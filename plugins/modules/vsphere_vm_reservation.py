@@ -238,7 +238,7 @@ vms:
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.module import VsphereModule
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import DEFAULT_ATTRIBUTE
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import DEFAULT_ATTRIBUTE, check_request
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
 
 
@@ -272,14 +272,10 @@ def main():
         name_fields=("vms", "uuids", "moids", "folders", "clusters"),
         required_one_of=[("vms", "uuids", "moids", "folders", "clusters")],
     )
-    runner = ReservationRunner(None, module.params, module.check_mode, now=utc_now(),
-                               requested_by=requester(module.params))
-    module.checked(lambda params: runner.validate())
-
-    def run(client):
-        runner.client = client
-        return runner.run()
-    exit_fleet(module, module.with_client(run), "vm", "vms")
+    request = module.checked(lambda params: check_request(params, module.check_mode))
+    now, requested_by = utc_now(), requester(module.params)
+    results = module.with_client(lambda client: ReservationRunner(client, request, now, requested_by).run())
+    exit_fleet(module, results, "vm", "vms")
 
 
 if __name__ == "__main__":

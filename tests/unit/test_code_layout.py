@@ -138,3 +138,51 @@ def test_module_files_are_their_docs_their_spec_and_a_few_lines():
                 if length > 40:
                     long_mains.append("%s: main() has %d lines" % (os.path.relpath(path, ROOT), length))
     assert not long_mains, "\n".join(long_mains)
+
+
+def runner_classes():
+    for path in python_files(os.path.join(PLUGINS, "module_utils")):
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), path)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Runner"):
+                yield os.path.relpath(path, ROOT), node
+
+
+def test_every_runner_keeps_the_runner_contract():
+    """Runner(client, request, ...), run() without arguments and one() per
+    object, as docs/code-layout.md says; and a free check_request beside
+    each runner's pure code."""
+    found, wrong = [], []
+    for path, node in runner_classes():
+        found.append(node.name)
+        methods = dict((item.name, item) for item in node.body if isinstance(item, ast.FunctionDef))
+        init = [arg.arg for arg in methods["__init__"].args.args[:3]] if "__init__" in methods else []
+        if init != ["self", "client", "request"]:
+            wrong.append("%s %s.__init__ takes %s, not (self, client, request, ...)" % (path, node.name, init))
+        run = methods.get("run")
+        if run is None or [arg.arg for arg in run.args.args] != ["self"]:
+            wrong.append("%s %s.run must take no arguments" % (path, node.name))
+        if "one" not in methods:
+            wrong.append("%s %s has no one() for one object" % (path, node.name))
+        for name in ("validate", "run_one", "run_over", "handle", "plan_one"):
+            if name in methods:
+                wrong.append("%s %s.%s: the contract's names are check_request, run and one" % (path, node.name, name))
+    assert len(found) >= 9 and len(set(found)) == len(found), found
+    assert not wrong, "\n".join(wrong)
+
+
+def test_modules_check_the_request_before_they_connect():
+    """Every module that builds a runner gets its request from
+    module.checked(...) first: bad input fails before any connection."""
+    runners = set(node.name for _path, node in runner_classes())
+    wrong = []
+    for path in python_files(os.path.join(PLUGINS, "modules")):
+        with open(path) as handle:
+            text = handle.read()
+        used = [name for name in runners if name + "(client, request" in text]
+        if not used and any(name + "(" in text for name in runners):
+            wrong.append("%s builds a runner without (client, request)" % os.path.relpath(path, ROOT))
+        if used and "request = module.checked(" not in text:
+            wrong.append("%s runs %s without request = module.checked(...)" % (os.path.relpath(path, ROOT), used))
+    assert not wrong, "\n".join(wrong)

@@ -47,6 +47,12 @@ def check_classes(classes, baselines):
     return wanted
 
 
+def check_request(params, check_mode):
+    """The task's options as a request, checked before anything is read:
+    `wanted` is {domain: {class, baseline}} (check_classes)."""
+    return dict(params, check_mode=check_mode, wanted=check_classes(params["classes"], params.get("baselines")))
+
+
 def check_baseline(name, baseline, vcpus):
     """A burstable baseline at or above the vCPUs is no baseline: refused
     for that domain, naming it."""
@@ -62,37 +68,37 @@ def shown(facts):
 class ClassRunner(object):
     """One task: the class of many domains, over one connection."""
 
-    def __init__(self, params, wanted, check_mode):
-        self.params = params
-        self.wanted = wanted
-        self.check_mode = check_mode
-        self.client = None
-
-    def run_over(self, client):
-        """The results of every domain (LibvirtModule.with_client)."""
+    def __init__(self, client, request):
         self.client = client
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(self.run_one, sorted(self.wanted)))
+        self.request = request
+        self.wanted = request["wanted"]
+        self.check_mode = request["check_mode"]
 
-    def run_one(self, name):
+    def run(self):
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(self.one, sorted(self.wanted)))
+
+    def one(self, name):
+        """One domain's result; its failure is its own."""
         result = {"name": name, "changed": False}
         try:
             try:
                 domain = self.client.lookup(name)
             except LibvirtClientError as exc:
-                if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
+                if exc.code == ERR_NO_DOMAIN and self.request["missing"] == "ignore":
                     return dict(result, skipped=True, msg="not defined on this host")
                 raise
-            result.update(self.handle(name, domain))
+            result.update(self.classify(name, domain))
         except DOMAIN_ERRORS as exc:
             result.update(failed=True, msg=str(exc))
         return result
 
-    def handle(self, name, domain):
+    def classify(self, name, domain):
+        """Reads, plans and writes one domain's class element."""
         described = self.client.describe(domain)
-        targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+        targets = plan.targets_for(self.request["apply"], described["active"], described["persistent"])
         wanted = self.wanted[name]
-        namespace = self.params["class_namespace"]
+        namespace = self.request["class_namespace"]
         before, after = {}, {}
         for target in targets:
             root = ET.fromstring(self.client.definition(domain, target))

@@ -161,103 +161,112 @@ def select_domains(client, names, classes, class_namespace):
     return selected
 
 
-class CpuTuneRunner(object):
-    """One task: `state` throttled or restored for many domains."""
+def check_request(params, check_mode):
+    """The task's options as a request, every value checked before anything
+    is read (the shares range, which depends on the host's cgroup version,
+    is checked by the runner before any write); raises ValueRangeError
+    naming the field and the allowed values."""
+    if params["floor"] < 0 or params["floor"] > 1:
+        raise cpu.ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
+    request = dict(params, check_mode=check_mode, cap=None,
+                   expected=check_expected(params.get("expected"), params["domains"], params["classes"]))
+    if params["state"] == "throttled":
+        request["cap"] = plan.cap_values(
+            vcpus=1, cpus=params["cpus"], scope=params["scope"], period=params["period"], quota=params["quota"],
+            shares=params["shares"], emulator_cpus=params["emulator_cpus"], emulator_quota=params["emulator_quota"])
+    return request
 
-    def __init__(self, client, params, check_mode, now, requested_by):
+
+def report_line(result, request):
+    """The result's line of the task's report (plan.report_line)."""
+    return plan.report_line(result, request["state"] == "restored", request["check_mode"])
+
+
+class CpuTuneRunner(object):
+    """One task: `state` throttled or restored for many domains. now and
+    requested_by: the time and the person each new record keeps."""
+
+    def __init__(self, client, request, now, requested_by):
         self.client = client
-        self.params = params
-        self.check_mode = check_mode
+        self.request = request
+        self.check_mode = request["check_mode"]
         self.now = now
         self.requested_by = requested_by
-        self.cap = None
-        self.expected = {}
-        self.locks = DomainLocks(params.get("lock_dir") or "")
+        self.locks = DomainLocks(request.get("lock_dir") or "")
 
-    def validate(self):
-        """Checks every option value before anything changes; raises
-        ValueRangeError naming the field and the allowed values."""
-        params = self.params
-        if params["shares"] is not None:
+    def check_shares(self):
+        """The shares asked for, in the range of this host's cgroup version."""
+        if self.request["shares"] is not None:
             version = self.client.cgroup_version()
             label = {1: " (cgroup v1 shares)", 2: " (cgroup v2 weight)"}.get(version, "")
-            cpu.check_range("shares", params["shares"], shares_range(version), label)
-        if params["floor"] < 0 or params["floor"] > 1:
-            raise cpu.ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
-        self.expected = check_expected(params.get("expected"), params["domains"], params["classes"])
-        if params["state"] == "throttled":
-            self.cap = plan.cap_values(
-                vcpus=1, cpus=params["cpus"], scope=params["scope"], period=params["period"], quota=params["quota"],
-                shares=params["shares"], emulator_cpus=params["emulator_cpus"],
-                emulator_quota=params["emulator_quota"])
-
-    def validate_and_run(self, client):
-        """validate() then run() over `client` (LibvirtModule.with_client)."""
-        self.client = client
-        self.validate()
-        return self.run()
+            cpu.check_range("shares", self.request["shares"], shares_range(version), label)
 
     def run(self):
-        selected = select_domains(self.client, self.params["domains"], self.params["classes"],
-                                  self.params["class_namespace"])
+        self.check_shares()
+        selected = select_domains(self.client, self.request["domains"], self.request["classes"],
+                                  self.request["class_namespace"])
         # Domains are independent and libvirtd serves calls in parallel (most
         # of a write is the daemon saving the domain's XML): a few workers cut
         # a fleet task's wall time without loading the daemon.
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(lambda item: self.run_one(item[0], *item[1]), selected.items()))
+            return list(pool.map(lambda item: self.one(item[0], *item[1]), selected.items()))
 
-    def run_one(self, name, domain, described):
+    def one(self, name, domain, described):
+        """One domain's result; its failure is its own."""
         result = {"name": name, "changed": False}
+        expected = self.request["expected"]
         try:
             try:
                 domain = domain or self.client.lookup(name)
             except LibvirtClientError as exc:
                 # Fleet runs name every target on every host: absent is not an error there.
-                if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
+                if exc.code == ERR_NO_DOMAIN and self.request["missing"] == "ignore":
                     return dict(result, skipped=True, msg="not defined on this host")
                 raise
-            if name in self.expected and not self.check_mode:
+            if name in expected and not self.check_mode:
                 # The whole read-check-write under the domain's lock: a run
                 # that started at the same time sees this one's record.
                 with self.locks.hold(self.client.uuid(domain), name):
-                    self.handle(result, domain, None)
+                    self.tune(result, domain, None)
             else:
-                self.handle(result, domain, described)
+                self.tune(result, domain, described)
         except DOMAIN_ERRORS as exc:
             result.update(failed=True, msg=str(exc))
         return result
 
-    def handle(self, result, domain, described):
+    def tune(self, result, domain, described):
         """Reads, checks `expected`, plans and writes one domain."""
         name = result["name"]
+        expected = self.request["expected"]
         described = described or self.client.describe(domain)
-        targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+        targets = plan.targets_for(self.request["apply"], described["active"], described["persistent"])
         read = targets
-        if name in self.expected and seen_target(described) not in targets:
+        if name in expected and seen_target(described) not in targets:
             read = targets + [seen_target(described)]
-        state = read_state(self.client, domain, self.params["class_namespace"], described, read)
+        state = read_state(self.client, domain, self.request["class_namespace"], described, read)
         result["class"], result["vcpus"] = state["vm_class"], state["vcpus"]
-        if name in self.expected:
-            seen, why = conflict(name, self.expected[name], state)
+        if name in expected:
+            seen, why = conflict(name, expected[name], state)
             if why:
                 result.update(conflict=True, msg=why, seen=seen, throttle=state["record"])
                 return
-        if self.params["state"] == "throttled":
+        if self.request["state"] == "throttled":
             domain_plan = self.plan_throttle(state, targets)
         else:
             domain_plan = plan.plan_restore(state, targets)
         result.update(self.execute(domain, state, domain_plan))
 
     def plan_throttle(self, state, targets):
-        capped_cpus = cpu.domain_cpus(self.cap, state["vcpus"])
+        request, cap = self.request, self.request["cap"]
+        capped_cpus = cpu.domain_cpus(cap, state["vcpus"])
         vm_class.check_throttle(state["vm_class"], state["class_reason"], state["vcpus"], capped_cpus,
-                                self.params["floor"], self.params["force"])
-        field = "quota" if self.params["cpus"] is None else "cpus"
-        plan.check_cap_brakes(self.cap, state["vcpus"], field, self.params[field])
-        fields = {"reason": self.params["reason"], "time": self.now, "by": self.requested_by,
-                  "class": state["vm_class"], "scope": self.params["scope"], "cpus": capped_cpus,
-                  "plan": self.params.get("plan_id")}
-        return plan.plan_throttle(state, self.cap, targets, dict((k, v) for k, v in fields.items() if v is not None))
+                                request["floor"], request["force"])
+        field = "quota" if request["cpus"] is None else "cpus"
+        plan.check_cap_brakes(cap, state["vcpus"], field, request[field])
+        fields = {"reason": request["reason"], "time": self.now, "by": self.requested_by,
+                  "class": state["vm_class"], "scope": request["scope"], "cpus": capped_cpus,
+                  "plan": request.get("plan_id")}
+        return plan.plan_throttle(state, cap, targets, dict((k, v) for k, v in fields.items() if v is not None))
 
     def execute(self, domain, state, domain_plan):
         """Writes the plan. A new record is written before any value changes
@@ -285,10 +294,6 @@ class CpuTuneRunner(object):
         after = dict((t, c["after"]) for t, c in domain_plan["changes"].items())
         before["throttle"], after["throttle"] = record_before, record_after
         return {"changed": changed, "before": before, "after": after, "throttle": record_after}
-
-    def report_line(self, result):
-        """The result's line of the task's report (plan.report_line)."""
-        return plan.report_line(result, self.params["state"] == "restored", self.check_mode)
 
     def write_record(self, domain, state, record):
         element = domain_xml.record_xml(record) if record is not None else None

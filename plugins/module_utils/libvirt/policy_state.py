@@ -98,78 +98,71 @@ def report_line(result, check_mode=False):
     return "%s: %s%s" % (name, "would be: " if check_mode else "", ", ".join(done) or "written")
 
 
+def check_request(params, check_mode):
+    """The task's options as a request, checked before anything is read or
+    changed; raises cpu.ValueRangeError naming the field and the allowed
+    values. `targets`: the domains in order, those with a state first."""
+    if params.get("states") is None and params.get("paused") is None:
+        raise cpu.ValueRangeError("states", None, "a mapping of domain name to policy state, or paused "
+                                                  "with domains (at least one of them)")
+    if params.get("paused") is not None and not params.get("domains"):
+        raise cpu.ValueRangeError("domains", params.get("domains"),
+                                  "names of the domains to pause or unpause, needed with paused")
+    if params.get("domains") and params.get("paused") is None:
+        raise cpu.ValueRangeError("paused", None, "true or false, needed with domains")
+    states = check_states(params.get("states"))
+    targets = list(states) + [name for name in params.get("domains") or [] if name not in states]
+    return dict(params, check_mode=check_mode, states=states, targets=targets)
+
+
 class DomainPolicyStateRunner(object):
-    """One task: states and/or the kill switch for many domains."""
+    """One task: states and/or the kill switch for many domains. now and
+    requested_by: when and by whom a new pause is set."""
 
-    def __init__(self, client, params, check_mode, now, requested_by):
+    def __init__(self, client, request, now, requested_by):
         self.client = client
-        self.params = params
-        self.check_mode = check_mode
-        self.pause_fields = {"reason": params.get("reason"), "by": requested_by, "time": now}
-        self.states = {}
-        self.locks = DomainLocks(params.get("lock_dir") or "")
-
-    def validate(self):
-        """Checks every option before anything is read or changed; raises
-        cpu.ValueRangeError naming the field and the allowed values."""
-        params = self.params
-        if params.get("states") is None and params.get("paused") is None:
-            raise cpu.ValueRangeError("states", None, "a mapping of domain name to policy state, or paused "
-                                                      "with domains (at least one of them)")
-        if params.get("paused") is not None and not params.get("domains"):
-            raise cpu.ValueRangeError("domains", params.get("domains"),
-                                      "names of the domains to pause or unpause, needed with paused")
-        if params.get("domains") and params.get("paused") is None:
-            raise cpu.ValueRangeError("paused", None, "true or false, needed with domains")
-        self.states = check_states(params.get("states"))
-
-    def names(self):
-        ordered = list(self.states)
-        for name in self.params.get("domains") or []:
-            if name not in self.states:
-                ordered.append(name)
-        return ordered
-
-    def run_over(self, client):
-        """run() over `client` (LibvirtModule.with_client)."""
-        self.client = client
-        return self.run()
+        self.request = request
+        self.check_mode = request["check_mode"]
+        self.pause_fields = {"reason": request.get("reason"), "by": requested_by, "time": now}
+        self.locks = DomainLocks(request.get("lock_dir") or "")
 
     def run(self):
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(self.run_one, self.names()))
+            return list(pool.map(self.one, self.request["targets"]))
 
     def wanted(self, name):
         wanted = {}
-        if name in self.states:
-            wanted["state"] = self.states[name]
-        if name in (self.params.get("domains") or []):
-            wanted["paused"] = self.params["paused"]
+        if name in self.request["states"]:
+            wanted["state"] = self.request["states"][name]
+        if name in (self.request.get("domains") or []):
+            wanted["paused"] = self.request["paused"]
         return wanted
 
-    def run_one(self, name):
+    def one(self, name):
+        """One domain's result; its failure is its own."""
         result = {"name": name, "changed": False}
         try:
             try:
                 domain = self.client.lookup(name)
             except LibvirtClientError as exc:
-                if exc.code == ERR_NO_DOMAIN and self.params["missing"] == "ignore":
+                if exc.code == ERR_NO_DOMAIN and self.request["missing"] == "ignore":
                     return dict(result, skipped=True, msg="not defined on this host")
                 raise
             if self.check_mode:
-                result.update(self.handle(name, domain))
+                result.update(self.keep(name, domain))
             else:
                 # Read and write under the domain's lock: a state and a pause
                 # written at once by two runs keep each other.
                 with self.locks.hold(self.client.uuid(domain), name):
-                    result.update(self.handle(name, domain))
+                    result.update(self.keep(name, domain))
         except DOMAIN_ERRORS as exc:
             result.update(failed=True, msg=str(exc))
         return result
 
-    def handle(self, name, domain):
+    def keep(self, name, domain):
+        """Reads, plans and writes one domain's state and kill switch."""
         described = self.client.describe(domain)
-        targets = plan.targets_for(self.params["apply"], described["active"], described["persistent"])
+        targets = plan.targets_for(self.request["apply"], described["active"], described["persistent"])
         wanted = self.wanted(name)
         before, after = {}, {}
         for target in targets:
@@ -199,6 +192,3 @@ class DomainPolicyStateRunner(object):
             self.client.set_metadata(domain, domain_xml.policy_xml(wanted["policy"], wanted["pause"]),
                                      domain_xml.POLICY_KEY, domain_xml.POLICY_NAMESPACE,
                                      live=LIVE in group, config=CONFIG in group)
-
-    def report_line(self, result):
-        return report_line(result, self.check_mode)

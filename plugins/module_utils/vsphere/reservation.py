@@ -230,6 +230,22 @@ def validate_after(change_set, vm_capacity):
                                    "reserves all %d MB of the VM's memory" % (wanted, memory_capacity))
 
 
+def check_request(params, check_mode):
+    """The task's options as a request, every value checked before anything
+    is read or changed; raises ReservationError naming the field and what
+    is allowed. `desired`: the allocation fields to set (state=present)."""
+    desired = {}
+    if params["state"] == "present":
+        desired = desired_from_options(params["cpu"], params["memory"], params["memory_reservation_locked_to_max"])
+        if not desired:
+            raise ReservationError("cpu", "nothing to set: give cpu, memory or memory_reservation_locked_to_max")
+    if params["parallel_tasks"] < 1:
+        raise ReservationError("parallel_tasks", "%r is not allowed: at least 1" % params["parallel_tasks"])
+    if not params["attribute"]:
+        raise ReservationError("attribute", "the custom attribute name must not be empty")
+    return dict(params, check_mode=check_mode, desired=desired)
+
+
 # --- the record ------------------------------------------------------------------
 
 def encode_record(record):

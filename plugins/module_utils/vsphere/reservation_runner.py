@@ -46,36 +46,25 @@ class VmPlan(object):
 
 
 class ReservationRunner(object):
-    """One task: state present (set) or restored, for many VMs."""
+    """One task: state present (set) or restored, for many VMs. Each VM is
+    planned on its own (one); the planned changes are then written in
+    parallel batches (execute). now and requested_by: the time and the
+    person a new record keeps."""
 
-    def __init__(self, client, params, check_mode, now, requested_by):
+    def __init__(self, client, request, now, requested_by):
         self.client = client
-        self.params = params
-        self.check_mode = check_mode
+        self.request = request
+        self.check_mode = request["check_mode"]
         self.now = now
         self.requested_by = requested_by
-        self.desired = {}
-
-    def validate(self):
-        """Checks every option value before anything is read or changed;
-        raises ReservationError naming the field and what is allowed."""
-        params = self.params
-        if params["state"] == "present":
-            self.desired = rsv.desired_from_options(params["cpu"], params["memory"],
-                                                    params["memory_reservation_locked_to_max"])
-            if not self.desired:
-                raise rsv.ReservationError("cpu", "nothing to set: give cpu, memory or memory_reservation_locked_to_max")
-        if params["parallel_tasks"] < 1:
-            raise rsv.ReservationError("parallel_tasks", "%r is not allowed: at least 1" % params["parallel_tasks"])
-        if not params["attribute"]:
-            raise rsv.ReservationError("attribute", "the custom attribute name must not be empty")
+        self.desired = request["desired"]
 
     def run(self):
         """Raises SelectorError for an unknown folder or cluster (before any change)."""
         inventory = self.client.inventory()
-        selected = inv.select(inventory, self.params["vms"], self.params["uuids"], self.params["moids"],
-                              self.params["folders"], self.params["clusters"])
-        field_key = self.client.custom_field_key(self.params["attribute"])
+        selected = inv.select(inventory, self.request["vms"], self.request["uuids"], self.request["moids"],
+                              self.request["folders"], self.request["clusters"])
+        field_key = self.client.custom_field_key(self.request["attribute"])
         plans = []
         results = []
         for label, moid, error in selected:
@@ -85,7 +74,7 @@ class ReservationRunner(object):
                 result.update(failed=True, msg=error)
                 continue
             try:
-                plans.append(self.plan_one(result, inventory, moid, field_key))
+                plans.append(self.one(result, inventory, moid, field_key))
             except rsv.ReservationError as exc:
                 result.update(failed=True, msg=str(exc), field=exc.field)
         pending = [plan for plan in plans if plan.changed]
@@ -93,7 +82,9 @@ class ReservationRunner(object):
             self.execute(pending, field_key)
         return results
 
-    def plan_one(self, result, inventory, moid, field_key):
+    def one(self, result, inventory, moid, field_key):
+        """One VM's plan (its result filled in); raises ReservationError for
+        that VM alone."""
         vm = inventory["vms"][moid]
         result.update(moid=moid, uuid=vm.get("config.uuid"), power_state=vm.get("runtime.powerState"))
         if vm.get("config.changeVersion") is None or vm.get("config.hardware.numCPU") is None:
@@ -101,18 +92,18 @@ class ReservationRunner(object):
             raise rsv.ReservationError("vms", "the VM's configuration cannot be read (orphaned or inaccessible VM)")
         change_version = vm.get("config.changeVersion")
         result["change_version"] = change_version
-        expected = self.params["change_versions"] or {}
+        expected = self.request["change_versions"] or {}
         wanted = expected.get(moid, expected.get(vm.get("name")))
         if wanted is not None and str(wanted) != str(change_version):
             raise rsv.ReservationError("change_versions", stale_message(wanted, change_version))
         live = rsv.live_allocation(vm)
         memory_mb = vm.get("config.hardware.memoryMB")
-        record = rsv.decode_record((vm.get("customValue") or {}).get(field_key), self.params["attribute"])
-        if self.params["state"] == "present":
+        record = rsv.decode_record((vm.get("customValue") or {}).get(field_key), self.request["attribute"])
+        if self.request["state"] == "present":
             fields = {"at": self.now, "by": self.requested_by}
-            if self.params["reason"]:
+            if self.request["reason"]:
                 # Kept short: the record lives in a custom attribute value.
-                fields["reason"] = self.params["reason"][:rsv.REASON_MAX]
+                fields["reason"] = self.request["reason"][:rsv.REASON_MAX]
             change_set, record_after = rsv.plan_set(live, self.desired, record, fields, memory_mb)
         else:
             change_set, record_after = rsv.plan_restore(live, record, memory_mb)
@@ -147,7 +138,7 @@ class ReservationRunner(object):
                 live_plans.append(plan)
         if any(plan.record_after is not None and plan.record_changed for plan in live_plans):
             try:
-                field_key = self.client.ensure_custom_field(self.params["attribute"])
+                field_key = self.client.ensure_custom_field(self.request["attribute"])
             except VsphereClientError as exc:
                 for plan in live_plans:
                     plan.fail(str(exc))
@@ -161,7 +152,7 @@ class ReservationRunner(object):
                 to_reconfigure[plan.moid] = plan
         outcomes = self.client.reconfigure_many(
             dict((moid, (plan.change_set.spec_fields(), plan.change_version)) for moid, plan in to_reconfigure.items()),
-            window=self.params["parallel_tasks"])
+            window=self.request["parallel_tasks"])
         for moid, plan in to_reconfigure.items():
             error = outcomes.get(moid)
             if error is None:

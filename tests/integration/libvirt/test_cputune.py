@@ -388,7 +388,7 @@ VANISHING = ("<domain type='qemu'><name>%s</name><memory unit='MiB'>32</memory><
 def test_a_domain_undefined_while_classes_are_listed_is_left_out_and_the_others_are_handled(lab, libvirt_conn):
     from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
     from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-        CpuTuneRunner, describe_domains)
+        CpuTuneRunner, check_request, describe_domains)
 
     name = "oc-it-vanishing-%d" % os.getpid()
     vanishing = libvirt_conn.defineXML(VANISHING % name)
@@ -402,8 +402,7 @@ def test_a_domain_undefined_while_classes_are_listed_is_left_out_and_the_others_
         params = {"domains": [], "classes": ["shared"], "class_namespace": CLASS_NAMESPACE, "state": "restored",
                   "apply": "auto", "missing": "fail", "lock_dir": "", "shares": None, "floor": 0.25,
                   "expected": None}
-        runner = CpuTuneRunner(client, params, True, now="2026-01-01T00:00:00Z", requested_by="test")
-        runner.validate()
+        runner = CpuTuneRunner(client, check_request(params, True), now="2026-01-01T00:00:00Z", requested_by="test")
         results = runner.run()
         names = [result["name"] for result in results]
         assert name not in names and "oc-lab-idle-1" in names, results

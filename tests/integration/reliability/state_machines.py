@@ -39,7 +39,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.runner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import CpuTuneRunner
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import CpuTuneRunner, check_request
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation as rsv
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClient
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
@@ -230,10 +230,10 @@ class LibvirtMachine(LabMachine):
                       requested_by=REQUESTER, plan_id=None, force=False, floor=0.25, missing="fail", expected=None,
                       lock_dir=self.env.lock_dir, uri=self.env.uri)
         params.update(options)
-        runner = CpuTuneRunner(None, params, False, now=utc_now(), requested_by=params["requested_by"])
+        request = check_request(params, False)
         client = LibvirtClient(self.env.uri)
         try:
-            results = runner.validate_and_run(client)
+            results = CpuTuneRunner(client, request, now=utc_now(), requested_by=params["requested_by"]).run()
         finally:
             client.close()
         assert len(results) == 1, results
@@ -469,7 +469,7 @@ class K8sMachine(LabMachine):
     def call(self, state, **options):
         client, runner = self.runner(state, **options)
         try:
-            results, _fleet = runner.run([self.name], None)
+            results, _fleet = runner.run()
         finally:
             client.close()
         assert len(results) == 1 and not results[0].get("failed") and not results[0].get("conflict"), results
@@ -568,7 +568,7 @@ class K8sMachine(LabMachine):
             try:
                 client, runner = self.runner("gated", keys=(key,))
                 try:
-                    results.append(runner.run([self.name], None)[0][0])
+                    results.append(runner.run()[0][0])
                 finally:
                     client.close()
             except Exception as exc:  # reported by the assertion below
@@ -805,13 +805,11 @@ class VsphereMachine(LabMachine):
                       attribute=rsv.DEFAULT_ATTRIBUTE, reason="state machine", requested_by=REQUESTER,
                       parallel_tasks=16)
         params.update(options)
-        runner = ReservationRunner(None, params, False, now=utc_now(), requested_by=REQUESTER)
-        runner.validate()
+        request = rsv.check_request(params, False)
         client = VsphereClient(lab["VMWARE_HOST"], lab["VMWARE_USER"], lab["VMWARE_PASSWORD"], int(lab["VMWARE_PORT"]),
                                False)
         try:
-            runner.client = client
-            results = runner.run()
+            results = ReservationRunner(client, request, now=utc_now(), requested_by=REQUESTER).run()
         finally:
             client.close()
         assert len(results) == 1, results

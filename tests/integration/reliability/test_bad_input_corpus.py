@@ -305,6 +305,8 @@ CASES = [
          variables={"esxi_guard_samples": "many"}),
     Case("role-report-page-missing", "report_dir", "report_page", role="report",
          variables={"report_dir": "{report_dir}"}),
+    Case("role-fleet-result-of-missing", "report_dir", "fleet_result_of", role="fleet_result",
+         variables={"fleet_result_stats_key": "throttle"}),
     Case("role-recommend-ttl", "report_dir", "recommend_ttl_seconds", role="recommend",
          variables={"recommend_ttl_seconds": "an hour", "recommend_plan_dir": "{report_dir}"}),
     Case("role-apply-plan-plan-missing", "nodes", "apply_plan_plan", role="apply_plan", entry="check", variables={}),

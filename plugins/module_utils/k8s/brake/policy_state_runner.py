@@ -21,9 +21,9 @@ class VmiPolicyStateRunner(object):
         self.request = request
 
     def run(self):
-        return [self.handle(key, wanted) for key, wanted in sorted(self.request["wanted"].items())]
+        return [self.one(key, wanted) for key, wanted in sorted(self.request["wanted"].items())]
 
-    def handle(self, key, wanted):
+    def one(self, key, wanted):
         keys = self.request["keys"]
         namespace, name = key.split("/", 1)
         result = {"name": key, "changed": False}

@@ -75,7 +75,9 @@ def check_request(params):
     if wait_timeout is None or not 0 < wait_timeout <= LONGEST_WAIT:
         raise ValueRangeError("wait_timeout", wait_timeout, "1..%d seconds" % LONGEST_WAIT)
     prefix = metadata.check_prefix(params["prefix"])
-    return {"expected": plans.check_expected("expected", params.get("expected"), "kubevirt_vm_cpu_info"),
+    return {"namespace": params.get("namespace"), "names": params.get("names") or [],
+            "label_selector": params.get("label_selector"),
+            "expected": plans.check_expected("expected", params.get("expected"), "kubevirt_vm_cpu_info"),
             "state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
             "force": bool(params.get("force")), "prefix": prefix,
             "wait": bool(params.get("wait")), "wait_timeout": wait_timeout,

@@ -52,8 +52,9 @@ class CpuLimitRunner(object):
         # (result, view, launcher pod as last read) of each VMI whose node is asked.
         self.asked = []
 
-    def run(self, namespace, names, label_selector):
-        targets, vmis = self.reader.select(namespace, names, label_selector)
+    def run(self):
+        namespace, label_selector = self.request["namespace"], self.request["label_selector"]
+        targets, vmis = self.reader.select(namespace, self.request["names"], label_selector)
         if label_selector and not targets:
             # A selector that matches nothing is a mistake, not a brake applied to no VM.
             raise ValueRangeError("label_selector", label_selector, "a label selector matching at least one VMI%s"
@@ -69,7 +70,7 @@ class CpuLimitRunner(object):
                 continue
             vm = self.reader.owning_vm(key, vmis[key], vms)
             view = limit_state.vmi_view(vmis[key], self.request["keys"], vm)
-            results.append(self.handle(view, vmis[key], vm, pods.get(view["uid"]) or []))
+            results.append(self.one(view, vmis[key], vm, pods.get(view["uid"]) or []))
         self.ask_nodes(namespace)
         return results
 
@@ -161,7 +162,7 @@ class CpuLimitRunner(object):
     def missing(key):
         return {"name": key, "changed": False, "failed": True, "msg": "VMI %s not found" % key}
 
-    def handle(self, view, vmi, vm, pods):
+    def one(self, view, vmi, vm, pods):
         result = {"name": view["name"], "changed": False, "vcpus": view["vcpus"]}
         pod = None
         try:

@@ -150,7 +150,8 @@ def check_request(params, policy_given=None):
                               % record_key(prefix))
     if policy_given is None:
         policy_given = params.get("policy_state") is not None
-    request = {"prefix": prefix, "state": state, "taints": wanted, "taints_given": given is not None,
+    request = {"names": params.get("names") or [], "label_selector": params.get("label_selector"),
+               "prefix": prefix, "state": state, "taints": wanted, "taints_given": given is not None,
                "labels": labels, "cordon": bool(params.get("cordon")), "max_gated_share": share,
                "fleet_label_selector": params.get("fleet_label_selector"), "force": bool(params.get("force")),
                "expected": check_expected(params.get("expected"))}

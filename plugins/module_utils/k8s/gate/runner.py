@@ -107,11 +107,13 @@ class AdmissionRunner(object):
                 raise ValueRangeError(field, selector, "a label selector the API accepts (%s)" % exc)
             raise
 
-    def run(self, names, label_selector):
-        """Per-node results and the fleet summary. Raises GateRefusal (before
-        any write) or K8sClientError when the nodes cannot be read."""
+    def run(self):
+        """Per-node results and the fleet summary. Every node is planned
+        before any is written: the share of gated nodes is checked on all the
+        plans. Raises GateRefusal (before any write) or K8sClientError when
+        the nodes cannot be read."""
         prefix = self.request["prefix"]
-        targets, nodes, fleet_nodes = self.read(names, label_selector)
+        targets, nodes, fleet_nodes = self.read(self.request["names"], self.request["label_selector"])
         plans, results = {}, {}
         for name in targets:
             if name not in nodes:
@@ -132,7 +134,7 @@ class AdmissionRunner(object):
             fleet = gate.check_share(views, dict((name, plan["after"]) for name, plan in plans.items()),
                                      self.request)
         for name, plan in plans.items():
-            results[name] = self.apply(name, nodes[name], plan)
+            results[name] = self.one(name, nodes[name], plan)
         return [results[name] for name in targets], fleet
 
     def changed_since_read(self, view):
@@ -146,7 +148,7 @@ class AdmissionRunner(object):
             result["conflicts"] = conflicts
         return result
 
-    def apply(self, name, node, first_plan):
+    def one(self, name, node, first_plan):
         planned = {"plan": first_plan, "why": None}
 
         def plan_patch(current):

@@ -89,20 +89,21 @@ class VmResourcesRunner(object):
         self.request = request
         self.read = {}
 
-    def run(self, namespace, names, label_selector):
+    def run(self):
         """Per-VM results, in order. A VM not found, refused or failing is
         reported on its own; the others go on."""
-        wanted, vms = _select_vms(self.client, namespace, names, label_selector)
+        namespace = self.request["namespace"]
+        wanted, vms = _select_vms(self.client, namespace, self.request["names"], self.request["label_selector"])
         vmis = _vmis(self.client, namespace)
-        results = []
-        for key in wanted:
-            if key not in vms:
-                results.append({"name": key, "changed": False, "failed": True, "msg": "VM %s not found" % key})
-            elif self.request["mode"] == "audit":
-                results.append(self.audit(key, vms[key], vmis.get(key)))
-            else:
-                results.append(self.enforce(key, vms[key], vmis.get(key)))
-        return results
+        return [self.one(key, vms.get(key), vmis.get(key)) for key in wanted]
+
+    def one(self, key, vm, vmi):
+        """One VM's result: audited, or its template enforced."""
+        if vm is None:
+            return {"name": key, "changed": False, "failed": True, "msg": "VM %s not found" % key}
+        if self.request["mode"] == "audit":
+            return self.audit(key, vm, vmi)
+        return self.enforce(key, vm, vmi)
 
     def source(self, namespace, ref, kind):
         """The instancetype or preference `ref` names, as the VM in

@@ -59,6 +59,8 @@ def check_request(params):
     prefix = metadata.check_prefix(params["prefix"])
     refs = vm_instancetype.check_refs(params)
     return {
+        "namespace": params.get("namespace"), "names": params.get("names") or [],
+        "label_selector": params.get("label_selector"),
         "mode": params["mode"],
         "instancetype": refs["instancetype"],
         "preference": refs["preference"],

@@ -234,9 +234,9 @@ def _merged(target, patch):
 
 
 def run(client, names, **params):
-    runner = admission.AdmissionRunner(client, request(**params), FIELDS,
+    runner = admission.AdmissionRunner(client, request(names=names, **params), FIELDS,
                                        clock=lambda: ("t", "2026-01-05T10:00:00.000001Z"), instance="ctl")
-    return runner.run(names, None)[0]
+    return runner.run()[0]
 
 
 def test_a_node_changed_since_it_was_read_is_left_alone_and_reported_as_a_conflict():

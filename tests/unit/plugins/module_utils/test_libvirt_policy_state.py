@@ -124,12 +124,10 @@ def test_report_lines():
     assert policy_state.report_line({"name": "web-1", "changed": False, "paused": True}) == "web-1: unchanged (paused)"
 
 
-def test_validate_refuses_before_any_connection():
+def test_the_request_is_refused_before_any_connection():
     def refused(**params):
-        runner = policy_state.DomainPolicyStateRunner(None, dict({"domains": [], "lock_dir": "/x"}, **params), False,
-                                                      "now", "me")
         with pytest.raises(ValueRangeError) as error:
-            runner.validate()
+            policy_state.check_request(dict({"domains": [], "lock_dir": "/x"}, **params), False)
         return error.value.field
 
     assert refused() == "states"

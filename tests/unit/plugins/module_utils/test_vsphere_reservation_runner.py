@@ -13,6 +13,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClientError
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation import check_request
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner
 
 ALLOCATION = {"reservation": 0, "limit": -1, "shares_level": "normal", "shares": 1000}
@@ -63,8 +64,8 @@ def params(**extra):
 
 
 def run(client, check_mode=False, **extra):
-    runner = ReservationRunner(client, params(**extra), check_mode, now="2026-01-01T00:00:00Z", requested_by="ops")
-    runner.validate()
+    runner = ReservationRunner(client, check_request(params(**extra), check_mode), now="2026-01-01T00:00:00Z",
+                               requested_by="ops")
     return dict((r["name"], r) for r in runner.run())
 
 
