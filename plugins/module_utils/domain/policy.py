@@ -67,7 +67,8 @@ PARAMETERS = {
     "culprit_busy_share": (0.9, 0.0, 1.0, "share of its vCPUs a VM above its entitlement wants to be a culprit "
                                           "whatever culprit_ratio says (a VM running flat out)"),
     "culprit_min_excess_cpus": (0.25, 0.0, None, "CPUs above its entitlement a VM needs to be a culprit"),
-    "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess another VM needs to be cut after it"),
+    "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess at which a culprit that waits too "
+                                          "is still cut (a peer)"),
     "floor_fraction": (DEFAULT_FLOOR_FRACTION, 0.0, 1.0, "least share of its vCPUs a shared VM is capped to"),
     "min_change_cpus": (0.05, 0.0, None, "smallest cap change worth an action"),
     "relax_calm_seconds": (60, 0, None, "seconds the host must be calm before a cap is raised"),
@@ -323,6 +324,38 @@ def entitlements(host, vms, states=None):
     return result
 
 
+def contain_targets(culprits, need, params):
+    """({VM key: the cap a containment sets}, the need left over) for
+    culprits given as (excess, vm, wanted, entitlement), biggest excess
+    first, and `need` CPUs to free. Each is first cut no lower than what
+    fair sharing would give it anyway, max(floor, min(wanted, entitlement)),
+    the next one only while need remains; if need remains when all are
+    there, they are cut further in the same order, never under their
+    floors. A cut under min_change_cpus, or a cap at or above the vCPUs, is
+    no action and frees nothing."""
+    current = dict((vm["key"], min(want, vm["cap"]) if vm["cap"] is not None else want)
+                   for _excess, vm, want, _ent in culprits)
+    level = dict(current)
+    for fair in (True, False):
+        for _excess, vm, want, ent in culprits:
+            if need < params["min_change_cpus"]:
+                break
+            floor = floor_of(vm, params)
+            target = max(max(floor, min(want, ent)) if fair else floor, level[vm["key"]] - need)
+            if target < level[vm["key"]]:
+                need -= level[vm["key"]] - target
+                level[vm["key"]] = target
+    targets = {}
+    for _excess, vm, _want, _ent in culprits:
+        key = vm["key"]
+        target = min(level[key], vm["cap"]) if vm["cap"] is not None else level[key]
+        if current[key] - target < params["min_change_cpus"] or target >= vm["vcpus"]:
+            need += current[key] - level[key]
+            continue
+        targets[key] = target
+    return targets, need
+
+
 # ---------------------------------------------------------------- the cycle
 
 def decide(hosts, vms, now, params=None, views=False, fleet=None):
@@ -540,12 +573,12 @@ class Cycle(object):
             if is_culprit(vm, want, ent, params):
                 candidates.append((want - ent, vm, want, ent))
         candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
-        # The biggest culprit, and those whose excess is comparable to it:
-        # the VMs a containment may cut.
-        cut = [item for item in candidates if item[0] >= params["culprit_peer_share"] * candidates[0][0]] \
-            if candidates else []
-        cut_keys = set(item[1]["key"] for item in cut)
-        if not [v for v in victims if v["key"] not in cut_keys]:
+        # The biggest culprit and those whose excess is comparable to it are
+        # peers: a waiting peer is no victim. Only victims outside them
+        # justify a cut.
+        peers = set(item[1]["key"] for item in candidates if item[0] >= params["culprit_peer_share"] * candidates[0][0]) \
+            if candidates else set()
+        if not candidates or not [v for v in victims if v["key"] not in peers]:
             self.notes.append({"object": host["name"], "rule": "contain",
                                "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
                                "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
@@ -554,24 +587,24 @@ class Cycle(object):
         need = load - cpus * (1.0 - params["headroom_share"])
         if need < params["min_change_cpus"]:
             return
+        # Culprits that may be cut, biggest excess first: the peers, then
+        # smaller culprits that do not wait themselves (a victim that also
+        # takes more than its share is what the containment is for, not what
+        # pays for it).
+        victim_keys = set(v["key"] for v in victims)
+        cut = [item for item in candidates if item[1]["key"] in peers or item[1]["key"] not in victim_keys]
+        targets, need = contain_targets(cut, need, params)
         for _excess, vm, want, ent in cut:
-            if need < params["min_change_cpus"]:
-                break
-            state = states[vm["key"]]
-            current = min(want, vm["cap"]) if vm["cap"] is not None else want
-            target = max(floor_of(vm, params), current - need)
-            if vm["cap"] is not None:
-                target = min(target, vm["cap"])
-            if current - target < params["min_change_cpus"] or target >= vm["vcpus"]:
+            if vm["key"] not in targets:
                 continue
-            need -= current - target
+            target = targets[vm["key"]]
             above = "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
             reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: capped to %.2f CPUs"
                       % (", ".join(names), vm["name"], want, above, target))
             vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
                               entitled_cpus=round(ent, 3), floor_cpus=round(floor_of(vm, params), 3))
             self._propose("throttle", host, vm, target, "contain", reason, vm_signals,
-                          state=self._capped(state, target, "contain"), priority=want - ent)
+                          state=self._capped(states[vm["key"]], target, "contain"), priority=want - ent)
         if need >= params["min_change_cpus"]:
             self.notes.append({"object": host["name"], "rule": "contain",
                                "note": "culprits at their floors: %.2f CPUs of contention remain" % need})

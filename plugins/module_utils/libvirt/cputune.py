@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import names
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
@@ -38,7 +39,7 @@ def selection_argument_spec():
 
 # Errors that belong to one domain: reported on it, the others carry on.
 # A hand-edited throttle record (domain_xml.RecordError) is a ValueRangeError.
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, cpu.ValueRangeError, LockError)
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, ValueRangeError, LockError)
 EXPECTED_KEYS = ("cap_cpus", "throttle_time")
 
 
@@ -56,28 +57,28 @@ def check_name_keys(field, mapping):
 
 def check_expected(expected, domains, classes):
     """Checks option `expected` ({domain: {cap_cpus, throttle_time}}) and
-    returns it with both keys on every entry; raises cpu.ValueRangeError
+    returns it with both keys on every entry; raises ValueRangeError
     naming the field and the allowed values."""
     check_name_keys("expected", expected)
     out = {}
     for name, seen in (expected or {}).items():
         field = "expected.%s" % name
         if not isinstance(seen, dict):
-            raise cpu.ValueRangeError(field, seen, "a mapping with cap_cpus (CPUs or null) and throttle_time "
-                                                   "(text or null), as libvirt_cputune_info read them")
+            raise ValueRangeError(field, seen, "a mapping with cap_cpus (CPUs or null) and throttle_time "
+                                               "(text or null), as libvirt_cputune_info read them")
         unknown = sorted(set(seen) - set(EXPECTED_KEYS))
         if unknown:
-            raise cpu.ValueRangeError("%s.%s" % (field, unknown[0]), seen[unknown[0]],
-                                      "only the keys %s" % ", ".join(EXPECTED_KEYS))
+            raise ValueRangeError("%s.%s" % (field, unknown[0]), seen[unknown[0]],
+                                  "only the keys %s" % ", ".join(EXPECTED_KEYS))
         cap = seen.get("cap_cpus")
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
-            raise cpu.ValueRangeError(field + ".cap_cpus", cap, "a number of CPUs above 0, or null for unlimited")
+            raise ValueRangeError(field + ".cap_cpus", cap, "a number of CPUs above 0, or null for unlimited")
         when = seen.get("throttle_time")
         if when is not None and not isinstance(when, str):
-            raise cpu.ValueRangeError(field + ".throttle_time", when, "the throttle record's time as text, or null")
+            raise ValueRangeError(field + ".throttle_time", when, "the throttle record's time as text, or null")
         if not classes and name not in domains:
-            raise cpu.ValueRangeError(field, name, "a domain the task acts on (one of domains: %s)"
-                                      % ", ".join(domains))
+            raise ValueRangeError(field, name, "a domain the task acts on (one of domains: %s)"
+                                  % ", ".join(domains))
         out[name] = {"cap_cpus": None if cap is None else float(cap), "throttle_time": when}
     return out
 
@@ -152,7 +153,7 @@ def select_domains(client, names, classes, class_namespace):
             # whose class element is of a newer schema.
             try:
                 facts = domain_xml.class_facts(ET.fromstring(described["xml"]), class_namespace)
-            except cpu.ValueRangeError:
+            except ValueRangeError:
                 selected[described["name"]] = (domain, described)
                 continue
             effective, _why = vm_class.resolve_class(facts["declared_class"], facts["pinned"], facts["realtime"])
@@ -167,7 +168,7 @@ def check_request(params, check_mode):
     is checked by the runner before any write); raises ValueRangeError
     naming the field and the allowed values."""
     if params["floor"] < 0 or params["floor"] > 1:
-        raise cpu.ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
+        raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
     request = dict(params, check_mode=check_mode, cap=None,
                    expected=check_expected(params.get("expected"), params["domains"], params["classes"]))
     if params["state"] == "throttled":
@@ -304,7 +305,7 @@ class CpuTuneRunner(object):
 def check_sample_seconds(params):
     """libvirt_cputune_info's sample_seconds: 0 (no measuring) or more."""
     if params["sample_seconds"] < 0:
-        raise cpu.ValueRangeError("sample_seconds", params["sample_seconds"], "0 or more")
+        raise ValueRangeError("sample_seconds", params["sample_seconds"], "0 or more")
 
 
 def describe_domains(client, names, classes, class_namespace, sample_seconds, sleep):
@@ -321,7 +322,7 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
         try:
             domain = domain or client.lookup(name)
             state = read_state(client, domain, class_namespace, described)
-        except (LibvirtClientError, cpu.ValueRangeError) as exc:
+        except (LibvirtClientError, ValueRangeError) as exc:
             result.update(failed=True, msg=str(exc))
             results.append(result)
             continue

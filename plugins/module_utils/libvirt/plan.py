@@ -15,6 +15,7 @@ __metaclass__ = type
 import itertools
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 
 # (period, quota) per cgroup: the domain's own cgroup ("global") is the parent
@@ -47,7 +48,7 @@ def cap_values(vcpus, cpus=None, scope="domain", period=cpu.DEFAULT_PERIOD, quot
     ranges. `cpus` is for the whole domain (scope=domain) or for each vCPU
     (scope=vcpu); `quota` is the raw alternative to `cpus`."""
     if scope not in SCOPES:
-        raise cpu.ValueRangeError("scope", scope, "one of %s" % ", ".join(SCOPES))
+        raise ValueRangeError("scope", scope, "one of %s" % ", ".join(SCOPES))
     cpu.check_period("period", period)
     period_key, quota_key = GROUPS["global" if scope == "domain" else "vcpu"]
     values = {}
@@ -71,7 +72,7 @@ def cap_values(vcpus, cpus=None, scope="domain", period=cpu.DEFAULT_PERIOD, quot
 def check_cap_brakes(cap, vcpus, field, value):
     """Refuses a cap (cap_values) that caps nothing on a domain of `vcpus`
     vCPUs: a whole-domain cap of `vcpus` CPUs or more, or a per-vCPU cap of
-    one CPU or more. Raises cpu.ValueRangeError naming `field` (cpus or quota)
+    one CPU or more. Raises ValueRangeError naming `field` (cpus or quota)
     and the domain's vCPUs; shares and emulator caps alone pass."""
     if cap.get("global_quota") is not None:
         cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["global_quota"], cap["global_period"]), vcpus)

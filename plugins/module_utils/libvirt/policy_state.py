@@ -17,29 +17,29 @@ import json
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks, LockError
 
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, LockError, cpu.ValueRangeError)
+DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, LockError, ValueRangeError)
 STATE_ALLOWED = "a mapping of the policy state (JSON values: no NaN or infinity), or null to remove it"
 
 
 def normalised_state(field, state):
     """The state as it reads back once stored (JSON round trip), None for
-    None; raises cpu.ValueRangeError naming `field` when it is neither a
+    None; raises ValueRangeError naming `field` when it is neither a
     mapping nor None, or not JSON."""
     if state is None:
         return None
     if not isinstance(state, dict):
-        raise cpu.ValueRangeError(field, state, STATE_ALLOWED)
+        raise ValueRangeError(field, state, STATE_ALLOWED)
     try:
         return json.loads(domain_xml.state_text(state))
     except (TypeError, ValueError) as exc:
-        raise cpu.ValueRangeError(field, state, "%s (%s)" % (STATE_ALLOWED, exc))
+        raise ValueRangeError(field, state, "%s (%s)" % (STATE_ALLOWED, exc))
 
 
 def check_states(states):
@@ -100,16 +100,16 @@ def report_line(result, check_mode=False):
 
 def check_request(params, check_mode):
     """The task's options as a request, checked before anything is read or
-    changed; raises cpu.ValueRangeError naming the field and the allowed
+    changed; raises ValueRangeError naming the field and the allowed
     values. `targets`: the domains in order, those with a state first."""
     if params.get("states") is None and params.get("paused") is None:
-        raise cpu.ValueRangeError("states", None, "a mapping of domain name to policy state, or paused "
-                                                  "with domains (at least one of them)")
+        raise ValueRangeError("states", None, "a mapping of domain name to policy state, or paused "
+                                              "with domains (at least one of them)")
     if params.get("paused") is not None and not params.get("domains"):
-        raise cpu.ValueRangeError("domains", params.get("domains"),
-                                  "names of the domains to pause or unpause, needed with paused")
+        raise ValueRangeError("domains", params.get("domains"),
+                              "names of the domains to pause or unpause, needed with paused")
     if params.get("domains") and params.get("paused") is None:
-        raise cpu.ValueRangeError("paused", None, "true or false, needed with domains")
+        raise ValueRangeError("paused", None, "true or false, needed with domains")
     states = check_states(params.get("states"))
     targets = list(states) + [name for name in params.get("domains") or [] if name not in states]
     return dict(params, check_mode=check_mode, states=states, targets=targets)

@@ -139,7 +139,8 @@ def contain_relax_and_restore(lab, tmp_path, noisy_kubevirt, prometheus):
     annotations = fleet.annotations(noisy)
     assert fleet.compute_limits(noisy)["cpu"] == limit_before
     assert not [k for k in (PREFIX + "cpu-limit", PREFIX + "cpu-limit-throttle") if k in annotations], annotations
-    assert list(json.loads(annotations[PREFIX + "policy"])) == ["restored_at"], annotations
+    stored = json.loads(annotations[PREFIX + "policy"])
+    assert stored.pop("schema") == 1 and list(stored) == ["restored_at"], annotations
 
 
 @ON_KUBEVIRT_NODE

@@ -33,10 +33,12 @@ ATTRIBUTE = "overcommit.control.reservation"
 VM_MEMORY_MB = 128
 CR_CONFIGURATION = {"developerConfiguration": {"featureGates": ["Snapshot"], "memoryOvercommit": 110},
                     "vmRolloutStrategy": "Stage"}
+# The class element as the collection writes it (record schema 1): put back by
+# a restore, it is written in the current schema and compares equal.
 DOMAIN_XML = """<domain type='qemu'>
   <name>{name}</name>
   <metadata>
-    <oc:vm xmlns:oc="https://overcommit.control/xmlns/vm/1"><oc:class>shared</oc:class></oc:vm>
+    <oc:vm xmlns:oc="https://overcommit.control/xmlns/vm/1" schema="1"><oc:class>shared</oc:class></oc:vm>
   </metadata>
   <memory unit='MiB'>32</memory>
   <vcpu>2</vcpu>

@@ -144,16 +144,51 @@ def test_the_culprit_is_capped_to_free_what_the_others_want_and_no_more():
 def test_a_cap_never_goes_under_the_floor():
     vms = noisy_host(victim_steal=0.9)
     for entry in vms[1:4]:
-        entry["usage"]["cpus_used"] = 1.9  # the web VMs want nearly everything
+        # The web VMs want nearly everything, and all wait: victims, not robbed for each other.
+        entry["usage"].update(cpus_used=1.9, steal_cpus=0.9)
     plan = decide([host()], vms)
+    assert kinds(plan) == [("throttle", "batch-1")]
     assert plan["actions"][0]["cpus"] == pytest.approx(2.0)  # 8 vCPUs x 0.25
     assert any("floors" in note["note"] for note in plan["notes"])
+
+
+def busy_fleet(web_used):
+    """16 CPUs, 20 shared vCPUs: batch-1 (8 vCPUs) and report-1 (4) run flat out
+    without waiting, web-1 waits, web-2..4 use `web_used` each. Fair shares:
+    batch-1 6.4, report-1 3.2, each web VM 1.6."""
+    return [vm("batch-1", 7.3, 0.3, vcpus=8), vm("report-1", 3.5, 0.2, vcpus=4), vm("web-1", 1.2, 0.8)] + \
+        [vm("web-%d" % n, web_used, 0.1) for n in range(2, 5)]
+
+
+def test_each_culprit_is_cut_to_its_fair_share_first_then_lower_while_victims_still_starve():
+    plan = decide([host(cpus=16)], busy_fleet(1.3))
+    caps = dict((a["vm"], a["cpus"]) for a in plan["actions"])
+    # Wanted 7.6 + 3.7 + 2.0 + 3 x 1.4 = 17.5: 1.82 over 15.68. batch-1 gives 1.2 down to its fair
+    # share, then report-1 (excess under half of batch-1's) 0.5 down to its own; the last 0.12 comes
+    # from batch-1 again, under its fair share, since web-1 still waits.
+    assert caps == {"batch-1": pytest.approx(6.28, abs=0.01), "report-1": pytest.approx(3.2, abs=0.01)}
+
+
+def test_when_the_biggest_culprit_frees_enough_the_next_is_left_alone():
+    plan = decide([host(cpus=16)], busy_fleet(1.0))
+    # Wanted 16.6: 0.92 over 15.68, which batch-1 gives staying above its fair share.
+    assert kinds(plan) == [("throttle", "batch-1")]
+    assert plan["actions"][0]["cpus"] == pytest.approx(7.6 - 0.92, abs=0.01)
+
+
+def test_a_culprit_goes_under_its_fair_share_only_while_victims_still_starve():
+    # batch-1 at its fair share (2.46 of 8 CPUs) is not enough: it goes on to its floor, not under.
+    vms = [vm("batch-1", 5.0, 3.0, vcpus=8)] + [vm("web-%d" % n, 1.4, 0.6) for n in range(1, 10)]
+    plan = decide([host(cpus=8)], vms)
+    caps = dict((a["vm"], a["cpus"]) for a in plan["actions"])
+    assert list(caps) == ["batch-1"] and caps["batch-1"] == pytest.approx(2.0)
 
 
 def test_a_victim_that_takes_little_above_its_entitlement_is_not_cut_after_the_culprit():
     vms = noisy_host(victim_steal=0.6)
     for entry in vms[1:4]:
-        entry["usage"]["cpus_used"] = 1.6
+        # Each web VM waits (severe steal): the containment is for them, not paid by them.
+        entry["usage"].update(cpus_used=1.6, steal_cpus=0.6)
     plan = decide([host()], vms)
     assert kinds(plan) == [("throttle", "batch-1")]
 
