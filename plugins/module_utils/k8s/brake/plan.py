@@ -123,8 +123,10 @@ def check_records(view, request):
     for holder, state in (("VMI", view), ("VirtualMachine", view["vm"])):
         why = ThrottleRecord.unreadable(state["record_text"]) if state is not None else None
         if why:
+            # A newer record is kept for the collection that wrote it; a broken one is the editor's to fix.
+            advice = "" if "newer overcommit.control" in why else "; correct or remove the annotation"
             raise LimitRefusal("the throttle record in the %s's annotation %s cannot be used (%s): nothing was "
-                               "changed; correct or remove the annotation" % (holder, key, why))
+                               "changed%s" % (holder, key, why, advice))
 
 
 def restore_cpus(view, request):

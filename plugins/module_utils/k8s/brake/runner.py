@@ -163,6 +163,8 @@ class CpuLimitRunner(object):
         return {"name": key, "changed": False, "failed": True, "msg": "VMI %s not found" % key}
 
     def one(self, view, vmi, vm, pods):
+        """One VMI's result: its launcher pod resized to the cap (or the cap
+        lifted), its records written; a refusal or failure is its own."""
         result = {"name": view["name"], "changed": False, "vcpus": view["vcpus"]}
         pod = None
         try:

@@ -149,6 +149,9 @@ class AdmissionRunner(object):
         return result
 
     def one(self, name, node, first_plan):
+        """One node's result: its planned change written with
+        compare-and-swap, planned again on the node as it is now when
+        another writer came first."""
         planned = {"plan": first_plan, "why": None}
 
         def plan_patch(current):

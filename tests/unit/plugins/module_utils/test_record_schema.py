@@ -148,6 +148,8 @@ def test_a_kubevirt_throttle_record_of_a_newer_schema_refuses_throttle_and_resto
         with pytest.raises(limit_state.LimitRefusal) as refused:
             limit_plan.target(view, LAUNCHER, req)
         assert "record schema %d" % NEWER in str(refused.value) and "nothing was changed" in str(refused.value)
+        # Removing it would lose what restore gives back: not advised for a newer record.
+        assert "remove" not in str(refused.value)
 
 
 # --- node annotations ------------------------------------------------------------
