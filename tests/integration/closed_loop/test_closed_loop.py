@@ -37,7 +37,7 @@ BIN = os.path.dirname(sys.executable)
 HOST = "lab-hypervisor"
 CULPRIT = "oc-lab-busy-1"
 VICTIMS = ("oc-lab-busy-2", "oc-lab-busy-3")
-POLICY = {"relax_calm_seconds": 5, "cooldown_seconds": 5, "relax_step_share": 0.3, "floor_fraction": 0.05,
+POLICY = {"relax_calm_seconds": 5, "cooldown_seconds": 5, "relax_step_share": 0.5, "floor_fraction": 0.05,
           "pressure_relax": 100.0}
 TARGET = 0.10  # the policy's victim_steal_ratio
 # Containment must take at least this share of the victims' own contended
