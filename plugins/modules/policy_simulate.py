@@ -37,10 +37,13 @@ options:
   trace:
     description:
       - CSV to replay, with the header C(time,host,vm,class,vcpus,demand_cpus) and optionally C(culprit) (the
-        ground truth, 0 or 1) and C(baseline_cpus) (of burstable VMs; default 20 % of their vCPUs).
+        ground truth, 0 or 1), C(baseline_cpus) (of burstable VMs; default 20 % of their vCPUs) and C(weight)
+        (the VM's CPU weight, such as libvirt's cpu_shares; empty or absent, the VMs of a host are weighted by
+        their vCPUs).
       - C(time) in seconds at regular intervals, one row per interval and VM; C(class) one of C(dedicated),
-        C(shared), C(burstable); C(demand_cpus) the CPUs the VM wants, from 0 to its vCPUs. A VM missing from
-        an interval wants nothing in it.
+        C(shared), C(burstable); C(demand_cpus) the CPUs the VM wants, from 0 to its vCPUs (up to 5 % above
+        them is rate jitter, clamped to the vCPUs and counted in C(clamped_demands)). A VM missing from an
+        interval wants nothing in it.
       - Requires O(trace_hosts); mutually exclusive with O(scenario).
     type: path
   trace_hosts:
@@ -117,7 +120,10 @@ policies:
                  dedicated_touched: 0, idle_cpu_while_throttled: 0.0165, gate_toggles_per_node_hour: 1.0,
                  credit_error: 0.000088}
 scenarios:
-  description: Per trace replayed, its size and the metrics of each policy on it.
+  description:
+    - Per trace replayed, its size and the metrics of each policy on it.
+    - C(clamped_demands) counts the rows of a replayed trace whose demand, a little above the VM's vCPUs (rate
+      jitter), was clamped to them.
   returned: always
   type: dict
 verdict:

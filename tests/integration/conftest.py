@@ -217,8 +217,11 @@ def noisy_kubevirt(lab, kube_admin):
     fleet = Fleet(kube_admin)
     metrics = VirtHandlerMetrics(lab["OVERCOMMIT_TEXTFILE_DIR"]).start()
     contention = Contention()
-    noisy = fleet.vmi(cores=1, limits={"cpu": "1"}, labels={PREFIX + "class": "shared"}, vm=True)
-    victim = fleet.vmi(cores=2, labels={PREFIX + "class": "burstable"}, vm=True)
+    # CPU requests as virt-controller renders them (vCPUs / cpuAllocationRatio 10): the
+    # policy weighs KubeVirt VMs by them.
+    noisy = fleet.vmi(cores=1, limits={"cpu": "1"}, requests={"cpu": "100m"}, labels={PREFIX + "class": "shared"},
+                      vm=True)
+    victim = fleet.vmi(cores=2, requests={"cpu": "200m"}, labels={PREFIX + "class": "burstable"}, vm=True)
     metrics.set(NAMESPACE, noisy, "lab-node-a", cpus_used=1.0, steal_cpus=0.0, vcpus=1)
     metrics.set(NAMESPACE, victim, "lab-node-a", cpus_used=0.6, steal_cpus=0.6, vcpus=2)
     yield {"fleet": fleet, "metrics": metrics, "contention": contention, "noisy": noisy, "victim": victim,

@@ -68,9 +68,24 @@ def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
     if domain.get("cpu_request") is not None:
         # Kubernetes refuses a launcher's CPU limit under its request.
         vm["min_cap_cpus"] = domain["cpu_request"]
+    weight = cpu_weight(domain)
+    if weight is not None:
+        vm["weight"] = weight
     if domain.get("class") == BURSTABLE and domain.get("vcpus"):
         vm["baseline_cpus"] = domain.get("baseline_cpus") or domain["vcpus"] * baseline_fraction
     return vm
+
+
+def cpu_weight(domain):
+    """The CPU weight the host's scheduler gives a VM, in cgroup v1 shares:
+    a libvirt domain's live cpu_shares (libvirt's default 1024, or cgroup
+    v2's cpu.weight, 100 by default, which libvirt reports in its place); a
+    KubeVirt launcher pod's CPU request as the kubelet turns it into shares
+    (1024 a CPU). None when not known."""
+    if domain.get("cpu_request") is not None:
+        return round(float(domain["cpu_request"]) * 1024, 3) or None
+    shares = (domain.get("live") or {}).get("cpu_shares")
+    return shares if isinstance(shares, (int, float)) and not isinstance(shares, bool) and shares > 0 else None
 
 
 def cpus_used(before, after):

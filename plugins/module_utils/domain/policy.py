@@ -31,6 +31,11 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
                      host still contended, only the caps of VMs that are no
                      longer culprits;
   restore            when a step would reach the VM's vCPUs, restore exactly;
+  release            a capped VM that was no culprit in trigger_n of the last
+                     trigger_m cycles is let go at once, without the calm
+                     period and cooldown (unless its cap flaps: a reversal
+                     doubled its cooldown): restored exactly when it does not
+                     press its cap, else raised a step each cycle;
   open_calm          open a node gated for gate_hold_seconds and calm for
                      open_calm_seconds.
 A per-cycle action budget and a cap on the share of nodes gated at once
@@ -109,7 +114,7 @@ def vm_key(vm):
 TIGHTEN = "tighten"
 LOOSEN = "loosen"
 # State keys a cap of ours keeps; dropped together when the cap goes.
-CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since")
+CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since", "released")
 
 
 def parameters(given=None):
@@ -209,6 +214,13 @@ def host_view(host, index=0):
     }
 
 
+def _weight(value, field):
+    weight = _checked_number(field, value)
+    if weight is not None and weight <= 0:
+        raise ValueRangeError(field, value, "a CPU weight above 0 (cpu.shares, cpu.weight or a CPU request), or absent")
+    return weight
+
+
 def _state(value, field):
     if value is None or value == "":
         return {}
@@ -222,9 +234,10 @@ def vm_view(vm, index=0):
     shape ({name, class, vcpus, cap_cpus, throttle, usage: {cpus_used,
     steal_cpus}}) plus `host`, `policy` (the state of the last cycle),
     `floor_cpus`, `baseline_cpus`, `entitled_cpus`, `credits`, `pressure`
-    `paused`, `platform` (libvirt, kubevirt) and `min_cap_cpus` (the least
-    cap the platform takes: a KubeVirt launcher's CPU request); flat
-    cpus_used/steal_cpus are accepted too."""
+    `paused`, `platform` (libvirt, kubevirt), `min_cap_cpus` (the least
+    cap the platform takes: a KubeVirt launcher's CPU request) and `weight`
+    (the CPU weight the host's scheduler gives it); flat cpus_used/steal_cpus
+    are accepted too."""
     field = "vms[%d]" % index
     if not isinstance(vm, dict) or not vm.get("name") or not vm.get("host"):
         raise ValueRangeError(field, vm, "a mapping with name and host")
@@ -256,6 +269,7 @@ def vm_view(vm, index=0):
         "min_cap": _checked_number(field + ".min_cap_cpus", vm.get("min_cap_cpus")),
         "baseline": baseline,
         "entitled": _checked_number(field + ".entitled_cpus", vm.get("entitled_cpus")),
+        "weight": _weight(vm.get("weight"), field + ".weight"),
         "credits": _checked_number(field + ".credits", vm.get("credits")),
         "paused": bool(vm.get("paused")),
     }
@@ -301,14 +315,25 @@ def floor_of(vm, params):
     return max(floor, vm.get("min_cap") or 0.0)
 
 
+def weights(vms):
+    """{VM key: its CPU weight} for the shared VMs of one host: the weights
+    the host's scheduler gives them when every one of them has one (libvirt's
+    cpu_shares, a launcher pod's CPU request), else their vCPUs (a weight
+    missing for one VM cannot be compared with the others')."""
+    shared = [vm for vm in vms if vm["class"] != DEDICATED]
+    given = all(vm.get("weight") is not None for vm in shared)
+    return dict((vm["key"], vm["weight"] if given else vm["vcpus"]) for vm in shared)
+
+
 def entitlements(host, vms, states=None):
     """CPUs each VM is entitled to under contention: what it says it was
-    sold (`entitled_cpus`), else its vCPUs' share of the CPUs the host's
+    sold (`entitled_cpus`), else its weight's share of the CPUs the host's
     dedicated VMs leave (as weighted CFS shares it out); a burstable VM
     with credits may burst, at zero credits it is entitled to its baseline."""
     dedicated = sum(vm["vcpus"] for vm in vms if vm["class"] == DEDICATED)
     pool = max(0.0, host["cpus"] - dedicated)
-    shared_vcpus = sum(vm["vcpus"] for vm in vms if vm["class"] != DEDICATED) or 1.0
+    weight_of = weights(vms)
+    total_weight = sum(weight_of.values()) or 1.0
     result = {}
     for vm in vms:
         if vm["entitled"] is not None:
@@ -316,7 +341,7 @@ def entitlements(host, vms, states=None):
         elif vm["class"] == DEDICATED:
             share = vm["vcpus"]
         else:
-            share = pool * vm["vcpus"] / shared_vcpus
+            share = pool * weight_of[vm["key"]] / total_weight
         if vm["class"] == BURSTABLE:
             balance = (states[vm["key"]] if states is not None else vm["state"]).get("credits")
             share = max(share, vm["baseline"]) if balance is None or balance > 0 else vm["baseline"]
@@ -617,27 +642,49 @@ class Cycle(object):
         ents = None
         for vm in sorted(vms, key=lambda v: v["key"]):
             state = states[vm["key"]]
-            if not self._ours(vm, state) or state.get("rule") != "contain" or vm["key"] in self.claimed:
+            if not self._ours(vm, state) or state.get("rule") != "contain":
                 continue
             want = wanted(vm)
-            innocent = False
-            if not calm:
+            ents = ents or entitlements(host, vms, states)
+            culprit = is_culprit(vm, want, ents[vm["key"]], params)
+            # Whether it was a culprit in each of the last trigger_m cycles
+            # ("1": it was not), the same N of M a victim needs.
+            released = (state.get("released", "") + ("0" if culprit else "1"))[-params["trigger_m"]:]
+            state["released"] = released
+            if vm["key"] in self.claimed:
+                continue
+            # On a calm host every cap may be relaxed; on a contended one only
+            # those of VMs that are no culprits now.
+            innocent = not calm and not culprit
+            if not calm and culprit:
                 # A contended host keeps its culprits capped; a VM that no
                 # longer is one gets its CPU back, step by step, all the same.
-                ents = ents or entitlements(host, vms, states)
-                innocent = not is_culprit(vm, want, ents[vm["key"]], params)
-                if not innocent:
-                    state.pop("calm_since", None)
-                    continue
+                state.pop("calm_since", None)
+                continue
+            cap, step = vm["cap"], params["relax_step_share"] * vm["vcpus"]
             state.setdefault("calm_since", now)
             calm_for = now - state["calm_since"]
+            signals = {"cpus_used": vm["used"], "wanted_cpus": round(want, 3), "cap_cpus": cap,
+                       "idle_cpus": round(idle, 3), "calm_seconds": calm_for}
+            if released.count("1") >= params["trigger_n"] and not self._flapping(state):
+                # No culprit in N of the last M cycles: let go now, without the
+                # calm period and cooldown meant for flapping caps. A cap it no
+                # longer presses holds nothing back and goes whole.
+                if want < params["busy_share"] * cap:
+                    self._propose("restore", host, vm, None, "release",
+                                  "no longer a culprit in %d of the last %d cycles and it uses %.2f of its %g CPUs: "
+                                  "restored exactly" % (released.count("1"), len(released), vm["used"], cap),
+                                  signals, state=self._restored(state))
+                else:
+                    self._step_up(host, vm, state, signals, cap + step, "release",
+                                  "no longer a culprit in %d of the last %d cycles" % (released.count("1"),
+                                                                                       len(released)),
+                                  "it wants %.2f CPUs" % want)
+                continue
             since_change = now - state.get("changed_at", now)
             cooldown = state.get("cooldown", params["cooldown_seconds"])
             if calm_for < params["relax_calm_seconds"] or (state.get("direction") == TIGHTEN and since_change < cooldown):
                 continue
-            cap, step = vm["cap"], params["relax_step_share"] * vm["vcpus"]
-            signals = {"cpus_used": vm["used"], "wanted_cpus": round(want, 3), "cap_cpus": cap,
-                       "idle_cpus": round(idle, 3), "calm_seconds": calm_for}
             if innocent:
                 new_cap, why = cap + step, "it no longer takes far above its entitlement (wants %.2f CPUs)" % want
                 context = "host still contended for %d s" % calm_for
@@ -651,13 +698,23 @@ class Cycle(object):
                 room -= grow
                 new_cap, why = cap + grow, "it presses its cap and %.2f CPUs are idle" % idle
                 context = "host calm for %d s" % calm_for
-            if new_cap >= vm["vcpus"] - 1e-9:
-                self._propose("restore", host, vm, None, "restore", "%s and %s: restored exactly" % (context, why),
-                              signals, state=self._restored(state))
-            else:
-                self._propose("relax", host, vm, new_cap, "relax",
-                              "%s and %s: cap raised one step to %.2f CPUs" % (context, why, new_cap),
-                              signals, state=self._loosened(state, new_cap))
+            self._step_up(host, vm, state, signals, new_cap, "relax", context, why)
+
+    def _step_up(self, host, vm, state, signals, new_cap, rule, context, why):
+        """Raise a cap of ours to `new_cap`: the exact restore once that
+        reaches the VM's vCPUs."""
+        if new_cap >= vm["vcpus"] - 1e-9:
+            self._propose("restore", host, vm, None, "restore" if rule == "relax" else rule,
+                          "%s and %s: restored exactly" % (context, why), signals, state=self._restored(state))
+        else:
+            self._propose("relax", host, vm, new_cap, rule,
+                          "%s and %s: cap raised one step to %.2f CPUs" % (context, why, new_cap),
+                          signals, state=self._loosened(state, new_cap))
+
+    def _flapping(self, state):
+        """Whether the cap was tightened again after being let go, recently
+        enough that its cooldown is still doubled."""
+        return state.get("cooldown", self.params["cooldown_seconds"]) > self.params["cooldown_seconds"]
 
     # -- state transitions of a VM's cap
 
@@ -666,6 +723,7 @@ class Cycle(object):
         new = dict(state, cap=round(cpus, 3), rule=rule, changed_at=now)
         new.setdefault("capped_at", now)
         new.pop("calm_since", None)
+        new.pop("released", None)
         new.pop("foreign", None)
         if state.get("direction") == LOOSEN or state.get("restored_at") is not None:
             # Tightening again soon after letting go: a reversal. Wait longer

@@ -44,7 +44,7 @@ class Run(object):
             view = {"key": key, "name": vm["name"], "host": vm["host"], "class": vm["class"],
                     "vcpus": float(vm["vcpus"]), "used": 0.0, "steal": 0.0, "cap": None, "pressure": None,
                     "state": {}, "floor": None, "baseline": vm["baseline_cpus"], "entitled": None,
-                    "credits": None, "paused": False}
+                    "credits": None, "paused": False, "weight": vm.get("weight")}
             self.views.append(view)
             self.views_by_host[vm["host"]].append(view)
         self.hosts = [{"name": host, "cpus": float(cpus), "avg10": 0.0, "avg60": 0.0}
@@ -54,8 +54,10 @@ class Run(object):
         self.caps = {}
         self.rules = {}
         self.gated = dict((host, False) for host in trace.hosts)
-        params = policy.parameters(params)
-        self.metrics = Metrics(trace, params["victim_steal_ratio"], params["min_steal_cpus"])
+        # The metrics judge with their own fixed thresholds, never the policy's.
+        self.metrics = Metrics(trace)
+        # What the host model gave each VM in the last interval, unrounded.
+        self.exact_used = {}
 
 
 def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
@@ -63,8 +65,7 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
     names = check_policies(policies)
     runs = [Run(name, trace, params) for name in names]
     host_keys = dict((host, [key for key, vm in trace.vms.items() if vm["host"] == host]) for host in trace.hosts)
-    specs = dict((host, [(trace.vms[key]["vcpus"], trace.vms[key]["class"] == "dedicated") for key in keys])
-                 for host, keys in host_keys.items())
+    specs = dict((host, _specs(trace, keys)) for host, keys in host_keys.items())
     burstable = [(key, vm["baseline_cpus"]) for key, vm in trace.vms.items() if vm["class"] == "burstable"]
     plotted_host, plotted = _plotted(trace, host_keys)
     step = max(1, -(-trace.count // plot_points))
@@ -85,6 +86,7 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
                 views = views_index[position]
                 for offset, key in enumerate(keys):
                     view = views[key]
+                    run.exact_used[key] = used[offset]
                     view["used"] = round(used[offset], 3)
                     view["steal"] = round(steal[offset], 3)
                     view["cap"] = caps[offset]
@@ -95,12 +97,20 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
             actions = run.controller.decide(now, run.hosts, run.views_by_host)
             _apply(run, actions, trace)
             for key, baseline in burstable:
-                run.metrics.credits(key, baseline, views_index[position][key]["used"], run.controller.credits(key),
+                run.metrics.credits(key, baseline, run.exact_used[key], run.controller.credits(key),
                                     index == 0)
         if index % step == step - 1 or index == trace.count - 1:
             _sample(series, runs, views_index, plotted_host, plotted, trace, index, step)
     return {"policies": dict((run.name, run.metrics.result()) for run in runs),
             "raw": dict((run.name, run.metrics.raw()) for run in runs), "series": series}
+
+
+def _specs(trace, keys):
+    """[(vcpus, dedicated, CPU weight)] of one host's VMs: the trace's weights
+    when every shared VM has one, else vCPUs (as the policy weighs them)."""
+    vms = [trace.vms[key] for key in keys]
+    weighted = all(vm.get("weight") is not None for vm in vms if vm["class"] != "dedicated")
+    return [(vm["vcpus"], vm["class"] == "dedicated", vm["weight"] if weighted else vm["vcpus"]) for vm in vms]
 
 
 def _apply(run, actions, trace):

@@ -60,7 +60,7 @@ class HostModel(object):
         self.decay60 = math.exp(-interval_seconds / 60.0)
 
     def run(self, vms, demands, caps):
-        """One interval. vms: [(vcpus, dedicated)], demands: CPUs each VM
+        """One interval. vms: [(vcpus, dedicated, weight)], demands: CPUs each VM
         wants, caps: each VM's cap in CPUs or None. Returns (used, steal,
         contention steal) per VM; updates the pressure averages."""
         count = len(vms)
@@ -68,7 +68,7 @@ class HostModel(object):
         shared, shared_wants, weights = [], [], []
         pool = self.cpus
         for index in range(count):
-            vcpus, dedicated = vms[index]
+            vcpus, dedicated, weight = vms[index]
             want = min(demands[index], vcpus)
             wants[index] = want
             if dedicated:
@@ -77,7 +77,7 @@ class HostModel(object):
             cap = caps[index]
             shared.append(index)
             shared_wants.append(want if cap is None or cap >= want else cap)
-            weights.append(vcpus)
+            weights.append(weight)
         used = list(wants)
         contention = [0.0] * count
         if shared:

@@ -89,6 +89,7 @@ def simulate(request):
         per_scenario[name] = {
             "description": description, "hosts": len(trace.hosts), "vms": len(trace.vms),
             "intervals": trace.count, "interval_seconds": trace.interval, "ground_truth": trace.has_ground_truth,
+            "clamped_demands": trace.clamped,
             "policies": result["policies"], "series": result["series"],
         }
         if ours in result["policies"]:
@@ -131,8 +132,10 @@ def verdict_lines(simulation):
         met = {True: "met", False: "NOT MET", None: "n/a (nothing to measure on these traces)"}[judged["met"]]
         lines.append("%s = %s (target %s): %s" % (name, _cell(judged["value"]), judged["target"], met))
     for other, versus in verdict["versus"].items():
-        lines.append("versus %s: better on %s; worse on %s%s" % (
+        missed = versus.get("missed_where_it_meets") or []
+        lines.append("versus %s: better on %s; worse on %s%s%s" % (
             other, ", ".join(versus["better"]) or "nothing", ", ".join(versus["worse"]) or "nothing",
+            "; misses %s, which %s meets" % (", ".join(missed), other) if missed else "",
             " (wins)" if versus["wins"] else ""))
     return lines
 

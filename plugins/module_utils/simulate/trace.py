@@ -18,16 +18,21 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, CLASSES
 
 TRACE_COLUMNS = ("time", "host", "vm", "class", "vcpus", "demand_cpus")
-OPTIONAL_COLUMNS = ("culprit", "baseline_cpus")
+OPTIONAL_COLUMNS = ("culprit", "baseline_cpus", "weight")
 HOST_COLUMNS = ("host", "cpus")
 # A burstable VM's baseline when the trace gives none, as a share of its vCPUs.
 DEFAULT_BASELINE_SHARE = 0.2
+# Rates exported from monitoring jitter: a demand up to this share above the
+# VM's vCPUs is clamped to them (and counted); more is an error in the trace.
+DEMAND_JITTER_SHARE = 0.05
 
 
 class Trace(object):
     """hosts: {name: cpus}; vms: {key: {host, name, class, vcpus,
-    baseline_cpus}} in first-seen order; demand[key] and culprit[key]: one
-    value per interval (a VM absent from an interval wants nothing)."""
+    baseline_cpus, weight}} in first-seen order (weight None: by its
+    vCPUs); demand[key] and culprit[key]: one value per interval (a VM
+    absent from an interval wants nothing); clamped: how many demands a
+    little above their VM's vCPUs were clamped to them on reading."""
 
     def __init__(self, name, interval_seconds, hosts, start=0.0):
         self.name = name
@@ -39,13 +44,14 @@ class Trace(object):
         self.culprit = {}
         self.count = 0
         self.has_ground_truth = False
+        self.clamped = 0
 
-    def add_vm(self, host, name, vm_class, vcpus, baseline_cpus=None):
+    def add_vm(self, host, name, vm_class, vcpus, baseline_cpus=None, weight=None):
         key = "%s/%s" % (host, name)
         if vm_class == BURSTABLE and baseline_cpus is None:
             baseline_cpus = round(DEFAULT_BASELINE_SHARE * vcpus, 3)
         self.vms[key] = {"host": host, "name": name, "class": vm_class, "vcpus": vcpus,
-                         "baseline_cpus": baseline_cpus if vm_class == BURSTABLE else None}
+                         "baseline_cpus": baseline_cpus if vm_class == BURSTABLE else None, "weight": weight}
         self.demand[key] = array("d", [0.0] * self.count)
         self.culprit[key] = array("b", [0] * self.count)
         return key
@@ -132,8 +138,8 @@ def read_trace(path, hosts):
 
 def _read_trace(path, hosts):
     """A Trace from a CSV with the header time,host,vm,class,vcpus,
-    demand_cpus (and optional culprit, baseline_cpus); `hosts` from
-    read_hosts. Raises ValueRangeError naming the line and the field."""
+    demand_cpus (and optional culprit, baseline_cpus, weight); `hosts`
+    from read_hosts. Raises ValueRangeError naming the line and the field."""
     with open(path, newline="") as handle:
         rows = csv.reader(handle)
         header = [name.strip() for name in next(rows, [])]
@@ -184,8 +190,12 @@ def _read_trace(path, hosts):
             if vcpus < 1:
                 raise _error(where, "vcpus", vcpus, "at least 1")
             demand = _float(_cell(row, at["demand_cpus"], where, "demand_cpus"), where, "demand_cpus")
+            if vcpus < demand <= vcpus * (1 + DEMAND_JITTER_SHARE):
+                demand = float(vcpus)
+                trace.clamped += 1
             if not 0 <= demand <= vcpus:
-                raise _error(where, "demand_cpus", demand, "0..%d (the VM's vCPUs)" % vcpus)
+                raise _error(where, "demand_cpus", demand, "0..%d (the VM's vCPUs; up to %g %% above them is taken "
+                             "as rate jitter and clamped)" % (vcpus, 100 * DEMAND_JITTER_SHARE))
             culprit = 0
             if "culprit" in at and _cell(row, at["culprit"], where, "culprit") != "":
                 text = _cell(row, at["culprit"], where, "culprit")
@@ -198,6 +208,12 @@ def _read_trace(path, hosts):
                 baseline = _float(_cell(row, at["baseline_cpus"], where, "baseline_cpus"), where, "baseline_cpus")
                 if vm_class != BURSTABLE or not 0 < baseline < vcpus:
                     raise _error(where, "baseline_cpus", baseline, "only for burstable VMs, above 0 and under vcpus")
+            weight = None
+            if "weight" in at and _cell(row, at["weight"], where, "weight") != "":
+                weight = _float(_cell(row, at["weight"], where, "weight"), where, "weight")
+                if weight <= 0:
+                    raise _error(where, "weight", weight, "a CPU weight above 0 (cpu.shares, cpu.weight or a CPU "
+                                 "request), or empty for a weight by vCPUs")
             key = "%s/%s" % (host, name)
             if key in seen:
                 raise _error(where, "vm", name, "one row per VM and interval (%s is twice at time %g)" % (key, time))
@@ -207,11 +223,11 @@ def _read_trace(path, hosts):
                 if name in host_of:
                     raise _error(where, "host", host, "%s (a VM stays on one host in a trace)" % host_of[name])
                 host_of[name] = host
-                trace.add_vm(host, name, vm_class, vcpus, baseline)
+                trace.add_vm(host, name, vm_class, vcpus, baseline, weight)
                 trace.grow(index + 1)
-            elif known["class"] != vm_class or known["vcpus"] != vcpus:
-                raise _error(where, "vm", name, "the same class and vcpus in every row (was %s, %d vCPUs)"
-                             % (known["class"], known["vcpus"]))
+            elif known["class"] != vm_class or known["vcpus"] != vcpus or known["weight"] != weight:
+                raise _error(where, "vm", name, "the same class, vcpus and weight in every row (was %s, %d vCPUs, "
+                             "weight %s)" % (known["class"], known["vcpus"], known["weight"]))
             trace.demand[key][index] = demand
             trace.culprit[key][index] = culprit
     if trace is None:
@@ -230,7 +246,8 @@ def write_trace(trace, path):
             for key, vm in trace.vms.items():
                 out.writerow([time, vm["host"], vm["name"], vm["class"], vm["vcpus"],
                               "%.4g" % trace.demand[key][index], trace.culprit[key][index],
-                              "" if vm["baseline_cpus"] is None else "%g" % vm["baseline_cpus"]])
+                              "" if vm["baseline_cpus"] is None else "%g" % vm["baseline_cpus"],
+                              "" if vm.get("weight") is None else "%g" % vm["weight"]])
 
 
 def write_hosts(trace, path):

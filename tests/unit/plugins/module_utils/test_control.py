@@ -109,6 +109,17 @@ def test_only_a_cap_a_plan_set_is_the_policys_own_state():
         {"cap": 0.5, "rule": "contain"}
 
 
+def test_a_vm_is_weighted_as_its_host_schedules_it():
+    # libvirt's live cpu_shares (the default 1024 whatever the vCPUs, or what an operator set).
+    assert observe.vm_input("hv-1", domain("a", 1, 0, vcpus=4, live={"cpu_shares": 1024}))["weight"] == 1024
+    assert observe.vm_input("hv-1", domain("a", 1, 0, live={"cpu_shares": 256}))["weight"] == 256
+    # A KubeVirt launcher's CPU request, in the shares the kubelet gives it.
+    assert observe.vm_input("node-a", domain("ns/vm", 1, 0, platform="kubevirt", cpu_request=0.25))["weight"] == 256
+    # Unknown (shut-off definition, no live tuning): no weight, the policy weights by vCPUs.
+    assert "weight" not in observe.vm_input("hv-1", domain("a", 1, 0, live=None))
+    assert "weight" not in observe.vm_input("hv-1", domain("a", 1, 0, live={"cpu_shares": 0}))
+
+
 def test_a_burstable_vm_without_a_baseline_gets_the_floor_share_of_its_vcpus():
     vm = observe.vm_input("hv-1", domain("b", 1, 0, vcpus=4, klass="burstable"))
     assert vm["baseline_cpus"] == 4 * DEFAULT_FLOOR_FRACTION

@@ -102,6 +102,8 @@ def test_pointless_or_contradictory_parameters_are_refused(given, field):
     (vm("a", 1, cls="burstable"), "vms[0].baseline_cpus"),
     (vm("a", 1, cls="burstable", baseline_cpus=2), "vms[0].baseline_cpus"),
     (vm("a", 1, host_name="hv-9"), "vms[0].host"),
+    (vm("a", 1, weight=0), "vms[0].weight"),
+    (vm("a", 1, weight="heavy"), "vms[0].weight"),
 ])
 def test_bad_vm_input_is_refused_naming_the_field(entry, field):
     with pytest.raises(ValueRangeError) as error:
@@ -200,6 +202,35 @@ def test_several_comparable_culprits_are_all_cut_biggest_first():
     assert kinds(plan) == [("throttle", "batch-1"), ("throttle", "batch-2")]
 
 
+def weighted_host(weight=None):
+    """4 CPUs, three 2-vCPU VMs using 1.3 each: `low` wants 1.5, the two
+    others 1.6 each and wait. With weights, `low` has a quarter of the others' (an operator
+    lowered its shares)."""
+    extra = (lambda w: {"weight": w}) if weight else (lambda w: {})
+    return [vm("low", 1.3, 0.2, **extra(256))] + [vm("web-%d" % n, 1.3, 0.3, state={"hist": "1"}, **extra(1024))
+                                                  for n in (1, 2)]
+
+
+def test_entitlements_follow_the_cpu_weights_the_host_gives():
+    views = [policy.vm_view(entry, i) for i, entry in enumerate(weighted_host(weight=True))]
+    ents = policy.entitlements(policy.host_view(host(cpus=4)), views)
+    assert ents["hv-1/low"] == pytest.approx(4 * 256 / 2304.0)
+    assert ents["hv-1/web-1"] == pytest.approx(4 * 1024 / 2304.0)
+
+
+def test_a_vm_with_a_low_weight_taking_an_equal_share_is_a_culprit_and_by_vcpus_it_is_not():
+    assert kinds(decide([host(cpus=4)], weighted_host(weight=True))) == [("throttle", "low")]
+    plan = decide([host(cpus=4)], weighted_host())
+    assert plan["actions"] == [] and "nothing throttled" in plan["notes"][-1]["note"]
+
+
+def test_one_vm_without_a_weight_weights_them_all_by_vcpus():
+    vms = weighted_host(weight=True)
+    del vms[1]["weight"]
+    views = [policy.vm_view(entry, i) for i, entry in enumerate(vms)]
+    assert policy.weights(views) == {"hv-1/low": 2.0, "hv-1/web-1": 2.0, "hv-1/web-2": 2.0}
+
+
 def test_dedicated_vms_are_never_touched_even_when_they_use_the_most():
     vms = [vm("rt-1", 8.0, 0.0, vcpus=8, cls="dedicated"), vm("batch-1", 2.0, 2.5, vcpus=4)] + \
         [vm("web-%d" % n, 0.6, 0.4) for n in range(1, 3)]
@@ -288,6 +319,59 @@ def test_a_vm_that_stopped_being_a_culprit_gets_its_cpu_back_even_on_a_contended
     vms[1]["usage"]["steal_cpus"] = 0.2
     plan = decide([host()], vms)
     assert kinds(plan) == [("relax", "batch-1")] and "no longer" in plan["actions"][0]["reason"]
+
+
+def contended_with(culprit):
+    """A still contended host (web-1 waits 17 %) around a capped VM."""
+    vms = [culprit] + quiet_others()
+    vms[1]["usage"]["steal_cpus"] = 0.2
+    return vms
+
+
+def test_a_former_culprit_is_let_go_after_n_of_m_cycles_without_waiting_out_the_cooldown():
+    # Capped 100 s ago (the cooldown is 300 s), no culprit in the last cycle nor in this one.
+    plan = decide([host()], contended_with(capped_culprit(1.0, 0.2, changed_at=NOW - 100, released="1")))
+    assert kinds(plan) == [("restore", "batch-1")]
+    action = plan["actions"][0]
+    assert action["rule"] == "release" and "2 of the last 2 cycles" in action["reason"], action
+    assert "cap" not in plan["state"]["vms"]["hv-1/batch-1"]
+
+
+def test_a_former_culprit_still_pressing_its_cap_is_released_a_step_a_cycle():
+    # Wants 3.2 of its cap of 3 (its entitlement is 8 x 8/14 = 4.6): no culprit, but the cap binds.
+    plan = decide([host()], contended_with(capped_culprit(2.9, 0.3, changed_at=NOW - 100, released="01")))
+    assert kinds(plan) == [("relax", "batch-1")]
+    assert plan["actions"][0]["rule"] == "release" and plan["actions"][0]["cpus"] == pytest.approx(3.8)
+
+
+def test_one_cycle_without_being_a_culprit_releases_nothing_before_the_cooldown():
+    plan = decide([host()], contended_with(capped_culprit(1.0, 0.2, changed_at=NOW - 100)))
+    assert plan["actions"] == []
+    assert plan["state"]["vms"]["hv-1/batch-1"]["released"] == "1"
+
+
+def test_a_culprit_still_is_not_released_and_its_history_says_so():
+    plan = decide([host()], contended_with(capped_culprit(3.0, 4.5, changed_at=NOW - 100, released="11")))
+    assert plan["actions"] == []
+    assert plan["state"]["vms"]["hv-1/batch-1"]["released"] == "110"
+
+
+def test_a_flapping_cap_waits_out_its_doubled_cooldown_before_release():
+    plan = decide([host()], contended_with(capped_culprit(1.0, 0.2, changed_at=NOW - 100, released="11",
+                                                          cooldown=600, last_reversal=NOW - 100)))
+    assert plan["actions"] == []
+
+
+def test_a_new_cut_starts_the_release_history_again():
+    states = {"batch-1": {"cap": 4.0, "rule": "contain", "capped_at": NOW - 900, "changed_at": NOW - 900,
+                          "direction": "tighten", "released": "11"}}
+    vms = noisy_host(victim_steal=0.6, culprit_used=4.0, culprit_steal=4.0, states=states)
+    vms[0]["cap_cpus"] = 4.0
+    for entry in vms[1:4]:
+        entry["usage"]["cpus_used"] = 1.45
+    plan = decide([host()], vms)
+    assert kinds(plan) == [("throttle", "batch-1")]
+    assert "released" not in plan["state"]["vms"]["hv-1/batch-1"]
 
 
 def test_tightening_after_a_relax_is_a_reversal_that_doubles_the_cooldown():
