@@ -75,6 +75,14 @@ cpus:
   description: CPUs online.
   returned: always
   type: int
+isolated_cpus:
+  description:
+    - CPU ids the kernel keeps out of its load balancing (C(isolcpus), from C(/sys/devices/system/cpu/isolated)),
+      empty when there are none. The control policy leaves them out of the shared pool.
+  returned: always
+  type: list
+  elements: int
+  version_added: 0.1.0
 load:
   description: Load averages (load1, load5, load15).
   returned: always

@@ -84,6 +84,15 @@ domains:
     pinned:
       description: Whether any vCPU is pinned.
       type: bool
+    cpus_allowed:
+      description:
+        - Host CPU ids the running domain's vCPU threads may run on (the union of their live pinning; every CPU
+          of the host where no vCPU is pinned). The control policy's shared pool is the union of these over the
+          shared and burstable domains.
+      returned: when the domain runs
+      type: list
+      elements: int
+      version_added: 0.1.0
     class:
       description: Effective class (dedicated, shared, burstable).
       type: str

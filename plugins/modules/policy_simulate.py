@@ -115,10 +115,11 @@ policies:
   returned: always
   type: dict
   sample:
-    overcommit: {containment_p50_intervals: 1, containment_p95_intervals: 2, containment_p99_intervals: 2,
-                 culprit_precision: 1.0, throttled_cpu_seconds: 107700.2, reversals_per_vm_per_10min: 0.5,
-                 dedicated_touched: 0, idle_cpu_while_throttled: 0.0165, gate_toggles_per_node_hour: 1.0,
-                 credit_error: 0.000088}
+    overcommit: {containment_p50_intervals: 1, containment_p95_intervals: 2, containment_p99_intervals: 6,
+                 culprit_precision: 1.0, throttled_cpu_seconds: 141359.1, contention_throttled_cpu_seconds: 125383.8,
+                 reversals_per_vm_per_10min: 2, dedicated_touched: 0, idle_cpu_while_throttled: 0.0142,
+                 gate_toggles_per_node_hour: 2, credit_error: 0.000079, throttled_share_without_culprit: 0.0,
+                 overload_steal_cpu_seconds: 33174.3}
 scenarios:
   description:
     - Per trace replayed, its size and the metrics of each policy on it.

@@ -47,10 +47,11 @@ def vm_states(plan, host, outcomes=None):
 
 
 def node_records(plan, outcomes=None):
-    """[{name, state: gated|open, policy_state}] for the nodes whose state
-    the cycle changed: the gate each has after the cycle (as seen, or as
-    the applied action left it), so that writing the state changes nothing
-    else. policy_state {} clears it."""
+    """[{name, state: gated|open, policy_state, taints}] for the nodes whose
+    state the cycle changed: the gate each has after the cycle (as seen, or
+    as the applied action left it), so that writing the state changes
+    nothing else (taints: the gate's, with the effect the policy gave it,
+    when its state says). policy_state {} clears it."""
     skipped, applied = _not_applied(outcomes), _applied(outcomes)
     actions = dict((a["object"], a) for a in plan["actions"] if a.get("node"))
     records = []
@@ -61,7 +62,10 @@ def node_records(plan, outcomes=None):
         gated = plan["nodes"][name]["gated"]
         if key in actions and key in applied:
             gated = actions[key]["action"] == "gate"
-        records.append({"name": name, "state": "gated" if gated else "open", "policy_state": state or {}})
+        record = {"name": name, "state": "gated" if gated else "open", "policy_state": state or {}}
+        if gated and (state or {}).get("effect"):
+            record["taints"] = [{"key": "gated", "effect": state["effect"]}]
+        records.append(record)
     return records
 
 

@@ -26,7 +26,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_domain, seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
-from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEFAULT_FLOOR_FRACTION
+from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import (
+    BURSTABLE, DEDICATED, DEFAULT_FLOOR_FRACTION)
 
 
 # ---------------------------------------------------------------- the policy's input
@@ -55,10 +56,27 @@ def _policy_of(domain):
     return dict(vm_state(domain), **stored)
 
 
-def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
+def shared_pool_cpus(domains, isolated=None):
+    """The CPU ids of one host's shared pool: those its running shared and
+    burstable domains may run on (libvirt_cputune_info's cpus_allowed), less
+    the CPUs the kernel isolates (host_pressure_info's isolated_cpus). None
+    when no running shared domain says (none runs, or an older reader)."""
+    pool, known = set(), False
+    for domain in domains:
+        if not isinstance(domain, dict) or domain.get("class") == DEDICATED or not domain.get("active"):
+            continue
+        if domain.get("cpus_allowed") is None:
+            continue
+        known = True
+        pool.update(domain["cpus_allowed"])
+    return pool - set(isolated or ()) if known else None
+
+
+def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION, pool=None):
     """One running domain (or KubeVirt VM) of a round as policy.vm_view
     takes it. A burstable domain without a baseline of its own gets the
-    class's floor share of its vCPUs as its baseline."""
+    class's floor share of its vCPUs as its baseline; a dedicated domain
+    pinned to CPUs of the shared `pool` (CPU ids) is marked as in it."""
     vm = {"name": domain["name"], "host": host, "class": domain.get("class"), "vcpus": domain.get("vcpus"),
           "platform": domain.get("platform"),
           "cap_cpus": domain.get("cap_cpus"), "usage": domain.get("usage") or {},
@@ -71,6 +89,8 @@ def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION):
     weight = cpu_weight(domain)
     if weight is not None:
         vm["weight"] = weight
+    if domain.get("class") == DEDICATED and pool is not None and domain.get("cpus_allowed") is not None:
+        vm["in_shared_pool"] = bool(pool & set(domain["cpus_allowed"]))
     if domain.get("class") == BURSTABLE and domain.get("vcpus"):
         vm["baseline_cpus"] = domain.get("baseline_cpus") or domain["vcpus"] * baseline_fraction
     return vm
@@ -99,7 +119,7 @@ def cpus_used(before, after):
     return round(after["cpus"] * busy / total, 3) if total > 0 and busy >= 0 else None
 
 
-def host_input(name, pressure, node=None, paused=False, previous=None):
+def host_input(name, pressure, node=None, paused=False, previous=None, pool=None):
     """One host of a round: host_pressure_info's result (and that of the
     round before, for the CPUs the host used in between: the VMs' sum
     misses what the host itself and its other tenants burn), the node on
@@ -109,9 +129,28 @@ def host_input(name, pressure, node=None, paused=False, previous=None):
     host = {"name": name, "cpus": pressure.get("cpus"), "pressure": pressure.get("pressure"),
             "procs_running": pressure.get("procs_running"), "paused": paused,
             "cpus_used": cpus_used(previous, pressure)}
+    if pool is not None:
+        host["shared_cpus"] = min(len(pool), pressure.get("cpus") or len(pool))
     if node is not None:
-        host["node"] = {"name": node["name"], "gated": bool(node.get("gate")), "policy": node.get("policy") or {}}
+        host["node"] = {"name": node["name"], "gated": bool(node.get("gate")), "effect": gate_effect(node),
+                        "policy": node.get("policy") or {}}
     return host
+
+
+def gate_effect(node):
+    """What the gate on a node (node_overcommit_info's entry) does to new
+    VMs: NoSchedule when its taints or cordon close the node, PreferNoSchedule
+    when its taints only steer VMs away, None when the node is not gated."""
+    gate = node.get("gate")
+    if not gate:
+        return None
+    # The record lists the keys of the taints the gate set; the node has their effects.
+    keys = set(gate.get("taints") or [])
+    effects = set(taint.get("effect") for taint in node.get("taints") or []
+                  if isinstance(taint, dict) and taint.get("key") in keys)
+    if gate.get("cordoned") or "NoSchedule" in effects or not effects:
+        return "NoSchedule"
+    return "PreferNoSchedule"
 
 
 def _rounds_of(name, measured):
@@ -220,9 +259,10 @@ def rounds(measured, nodes=None, kubevirt=None):
             index, domains, pressure = this[0]
             measured_host = measured[name]
             previous = measured_host["pressure_rounds"][index - 1] if index > 0 else measured_host.get("pressure_start")
+            pool = shared_pool_cpus(domains, pressure.get("isolated_cpus"))
             hosts.append(host_input(name, pressure, nodes_by_name.get(measured_host.get("node")),
-                                    measured_host.get("paused"), previous))
-            vms.extend(vm_input(name, d) for d in domains
+                                    measured_host.get("paused"), previous, pool))
+            vms.extend(vm_input(name, d, pool=pool) for d in domains
                        if isinstance(d, dict) and d.get("active") and d.get("usage") and not d.get("failed"))
             for vm in kubevirt_vms.get(name, []):
                 this_round = _kubevirt_round(vm, position)
@@ -243,5 +283,6 @@ def rounds(measured, nodes=None, kubevirt=None):
                                                     % (last + 1)})
     # The share of nodes gated at once is of the whole cluster read, not only
     # of the nodes that stand for a measured host.
-    fleet = {"nodes": len(nodes_by_name), "gated": len([n for n in nodes_by_name.values() if n.get("gate")])}
+    fleet = {"nodes": len(nodes_by_name),
+             "gated": len([n for n in nodes_by_name.values() if gate_effect(n) == "NoSchedule"])}
     return {"rounds": out, "seen": seen, "skipped": skipped, "fleet": fleet}

@@ -70,6 +70,8 @@ def change_text(action):
         return "%s to %s, was %s" % (kind, cpus_text(action["cpus"]), cpus_text(action.get("previous_cpus")))
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
+    if kind == "gate" and action.get("effect"):
+        return "gate node (%s)" % action["effect"]
     return "%s node" % kind
 
 

@@ -15,7 +15,11 @@ job, a rulebook, CI) can run the next cycle, and two runners that read the
 same objects decide the same thing.
 
 The rules, in the order a cycle applies them (docs/policy.md explains each):
-  gate_pressure      gate a node whose host has sustained CPU pressure;
+  gate_pressure      steer new VMs away from a node whose host has sustained
+                     CPU pressure (a PreferNoSchedule taint);
+  gate_severe        close it to new VMs (NoSchedule) at severe CPU pressure;
+  gate_memory        close it at memory pressure (PSI memory full): the
+                     collection has no memory brake;
   contain            when VMs wait for CPU (steal or pressure in N of the
                      last M cycles, or one cycle of severe steal) and the
                      host has no idle CPU, cap the VMs taking most above
@@ -46,6 +50,8 @@ no action, and the plan says what was held back.
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import math
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
@@ -82,7 +88,12 @@ PARAMETERS = {
     "pressure_relax": (10.0, 0.0, 100.0, "host PSI cpu some avg10 (%) the host must be under to count as calm"),
     "cooldown_seconds": (300, 0, None, "seconds after a cap is tightened before it may be raised"),
     "max_cooldown_seconds": (1800, 0, None, "longest cooldown after repeated reversals (it doubles at each)"),
-    "gate_pressure": (20.0, 0.0, 100.0, "host PSI cpu some avg60 and avg10 (%) at which its node is gated"),
+    "gate_pressure": (20.0, 0.0, 100.0, "host PSI cpu some avg60 and avg10 (%) at which new VMs are steered away "
+                                        "from its node (a PreferNoSchedule taint)"),
+    "severe_gate_pressure": (50.0, 0.0, 100.0, "host PSI cpu some avg60 and avg10 (%) at which its node is closed to "
+                                               "new VMs (a NoSchedule taint)"),
+    "memory_gate_pressure": (5.0, 0.0, 100.0, "host PSI memory full avg60 (%) at which its node is closed to new VMs "
+                                              "(the collection has no memory brake)"),
     "open_pressure": (5.0, 0.0, 100.0, "host PSI cpu some avg60 and avg10 (%) a gated node must be under to open"),
     "gate_hold_seconds": (1800, 0, None, "least time a node stays gated"),
     "open_calm_seconds": (600, 0, None, "seconds under open_pressure before a gated node opens"),
@@ -150,6 +161,9 @@ def parameters(given=None):
     if params["open_pressure"] > params["gate_pressure"]:
         raise ValueRangeError("policy.open_pressure", params["open_pressure"],
                               "at most gate_pressure (%g)" % params["gate_pressure"])
+    if params["severe_gate_pressure"] < params["gate_pressure"]:
+        raise ValueRangeError("policy.severe_gate_pressure", params["severe_gate_pressure"],
+                              "at least gate_pressure (%g): the hard gate is past the soft one" % params["gate_pressure"])
     return params
 
 
@@ -188,10 +202,34 @@ def _pressure(value, field):
     return _checked_number(field + path + "avg10", some.get("avg10")), _checked_number(field + path + "avg60", some.get("avg60"))
 
 
+def _memory_full(value, field):
+    """PSI memory full avg60 from host_pressure_info's `pressure`
+    ({memory: {full: {avg60}}}) or a flat {memory_full_avg60}; None when
+    not given."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("memory"), dict) and isinstance(value["memory"].get("full"), dict):
+        return _checked_number(field + ".memory.full.avg60", value["memory"]["full"].get("avg60"))
+    return _checked_number(field + ".memory_full_avg60", value.get("memory_full_avg60"))
+
+
+GATE_EFFECTS = (SOFT, HARD) = ("PreferNoSchedule", "NoSchedule")
+
+
+def _shared_cpus(value, cpus, field):
+    shared = _checked_number(field, value)
+    if shared is not None and shared > cpus:
+        raise ValueRangeError(field, value, "0..%g (the host's CPUs)" % cpus)
+    return shared
+
+
 def host_view(host, index=0):
-    """One host of the input, checked. Accepts {name, cpus, pressure,
-    procs_running, cpus_used, node, paused}; `node` is the Kubernetes node
-    on this host ({name, gated, gate, policy}) or absent."""
+    """One host of the input, checked. Accepts {name, cpus, shared_cpus,
+    pressure, procs_running, cpus_used, node, paused}; `shared_cpus` is the
+    size of the shared pool (the CPUs shared VMs may run on, read from their
+    cpusets), `node` is the Kubernetes node
+    on this host ({name, gated, gate, policy, effect: the taint effect of
+    its gate, NoSchedule when gated and not said}) or absent."""
     field = "hosts[%d]" % index
     if not isinstance(host, dict) or not host.get("name"):
         raise ValueRangeError(field + ".name", host.get("name") if isinstance(host, dict) else host, "a host name")
@@ -202,13 +240,19 @@ def host_view(host, index=0):
     cpus = _checked_number(field + ".cpus", host.get("cpus"), required=True)
     if cpus <= 0:
         raise ValueRangeError(field + ".cpus", host.get("cpus"), "a number of CPUs above 0")
+    gated = node is not None and bool(node.get("gated") or node.get("gate"))
+    effect = node.get("effect") if node is not None else None
+    if effect is not None and effect not in GATE_EFFECTS:
+        raise ValueRangeError(field + ".node.effect", effect, "one of %s, or absent" % ", ".join(GATE_EFFECTS))
     return {
         "name": host["name"], "cpus": cpus, "avg10": avg10, "avg60": avg60,
+        "memory_full60": _memory_full(host.get("pressure"), field + ".pressure"),
+        "shared_cpus": _shared_cpus(host.get("shared_cpus"), cpus, field + ".shared_cpus"),
         "cpus_used": _checked_number(field + ".cpus_used", host.get("cpus_used")),
         "procs_running": _checked_number(field + ".procs_running", host.get("procs_running")),
         "paused": bool(host.get("paused")),
         "node": None if node is None else {
-            "name": node["name"], "gated": bool(node.get("gated") or node.get("gate")),
+            "name": node["name"], "gated": gated, "effect": (effect or HARD) if gated else None,
             "policy": _state(node.get("policy"), field + ".node.policy"),
         },
     }
@@ -270,6 +314,8 @@ def vm_view(vm, index=0):
         "baseline": baseline,
         "entitled": _checked_number(field + ".entitled_cpus", vm.get("entitled_cpus")),
         "weight": _weight(vm.get("weight"), field + ".weight"),
+        # A dedicated VM pinned to CPUs that shared VMs may run on too.
+        "in_shared_pool": bool(vm.get("in_shared_pool")) if cls == DEDICATED else True,
         "credits": _checked_number(field + ".credits", vm.get("credits")),
         "paused": bool(vm.get("paused")),
     }
@@ -325,13 +371,32 @@ def weights(vms):
     return dict((vm["key"], vm["weight"] if given else vm["vcpus"]) for vm in shared)
 
 
+def shared_pool(host, vms):
+    """CPUs of the shared pool: what shared VMs can actually run on. The
+    host's `shared_cpus` where the runner read it from the VMs' cpusets (and
+    the host's isolated CPUs), else the host's CPUs less those its dedicated
+    VMs pin (taken as theirs alone). The one definition idle CPU, load, need,
+    entitlements and room to relax into are all taken over."""
+    if host.get("shared_cpus") is not None:
+        return host["shared_cpus"]
+    # Not read: no smaller than what the shared VMs are seen to use (their
+    # CPUs then are not all the dedicated VMs' alone).
+    return min(host["cpus"], max(host["cpus"] - sum(vm["vcpus"] for vm in vms if vm["class"] == DEDICATED),
+                                 sum(vm["used"] for vm in vms if vm["class"] != DEDICATED)))
+
+
+def pool_vms(vms):
+    """The VMs whose CPU comes out of the shared pool: every shared and
+    burstable VM, and a dedicated VM whose pinned CPUs the pool shares."""
+    return [vm for vm in vms if vm["class"] != DEDICATED or vm.get("in_shared_pool")]
+
+
 def entitlements(host, vms, states=None):
     """CPUs each VM is entitled to under contention: what it says it was
     sold (`entitled_cpus`), else its weight's share of the CPUs the host's
     dedicated VMs leave (as weighted CFS shares it out); a burstable VM
     with credits may burst, at zero credits it is entitled to its baseline."""
-    dedicated = sum(vm["vcpus"] for vm in vms if vm["class"] == DEDICATED)
-    pool = max(0.0, host["cpus"] - dedicated)
+    pool = shared_pool(host, vms)
     weight_of = weights(vms)
     total_weight = sum(weight_of.values()) or 1.0
     result = {}
@@ -347,6 +412,41 @@ def entitlements(host, vms, states=None):
             share = max(share, vm["baseline"]) if balance is None or balance > 0 else vm["baseline"]
         result[vm["key"]] = share
     return result
+
+
+def net_pressure(host, capped_wait, now):
+    """The host with its CPU pressure net of what caps add to it. A VM held
+    by a CFS cap has runnable vCPUs that wait out each throttled period, and
+    the kernel counts that as CPU pressure of the host (measured on cgroup
+    v1: one guest capped to 0.1 CPU with nothing else busy, host PSI some
+    avg10 about 73 %, docs/policy.md); the capped VMs' steal is that wait (a
+    cap's throttled time shows as steal). PSI `some` counts time in which at
+    least one task waits, so the caps add at most min(1, their steal in CPUs)
+    of it, averaged as the kernel averages (avg10, avg60): the share is carried between cycles in
+    the node's state (`capped_psi`), so that the part of avg60 a cap lifted a
+    minute ago still explains is not read as pressure either. The gate and
+    the calm test read this net pressure, so a cap never keeps its own node
+    gated or its own host "contended"; raw is kept for the signals."""
+    node = host.get("node")
+    kept = (node.get("policy") or {}).get("capped_psi") if node is not None else None
+    current = 100.0 * min(1.0, capped_wait)
+    if isinstance(kept, dict) and kept.get("at") is not None:
+        elapsed = max(0.0, now - kept["at"])
+        decay10, decay60 = math.exp(-elapsed / 10.0), math.exp(-elapsed / 60.0)
+        added10 = kept.get("avg10", 0.0) * decay10 + current * (1.0 - decay10)
+        added60 = kept.get("avg60", 0.0) * decay60 + current * (1.0 - decay60)
+    else:
+        # No history: as if the caps in force had always been.
+        added10 = added60 = current
+    carried = {"avg10": round(added10, 2), "avg60": round(added60, 2), "at": now} \
+        if max(added10, added60) >= 0.5 else None
+    view = dict(host, avg10_raw=host["avg10"], avg60_raw=host["avg60"], capped_wait=round(capped_wait, 3),
+                capped_psi=carried)
+    if host["avg10"] is not None:
+        view["avg10"] = round(max(0.0, host["avg10"] - added10), 2)
+    if host["avg60"] is not None:
+        view["avg60"] = round(max(0.0, host["avg60"] - added60), 2)
+    return view
 
 
 def contain_targets(culprits, need, params):
@@ -404,7 +504,8 @@ def decide(hosts, vms, now, params=None, views=False, fleet=None):
     for host in host_views:
         cycle.host(host, by_host[host["name"]])
     nodes_total = len([h for h in host_views if h["node"]])
-    nodes_gated = len([h for h in host_views if h["node"] and h["node"]["gated"]])
+    # Nodes closed to new VMs: a soft gate only steers them away.
+    nodes_gated = len([h for h in host_views if h["node"] and h["node"]["gated"] and h["node"]["effect"] == HARD])
     if fleet:
         nodes_total = max(nodes_total, _checked_number("fleet.nodes", fleet.get("nodes")) or 0)
         nodes_gated = max(nodes_gated, _checked_number("fleet.gated", fleet.get("gated")) or 0)
@@ -431,10 +532,15 @@ class Cycle(object):
         params = self.params
         states = {}
         min_steal, trigger_n = params["min_steal_cpus"], params["trigger_n"]
-        used_total, stateful = 0.0, False
+        used_pool, used_outside, stateful, capped_wait = 0.0, 0.0, False, 0.0
         for vm in vms:
-            used_total += vm["used"]
+            if vm["class"] != DEDICATED or vm.get("in_shared_pool"):
+                used_pool += vm["used"]
+            else:
+                used_outside += vm["used"]
             steal = vm["steal"]
+            if vm["cap"] is not None:
+                capped_wait += steal or 0.0
             # The common case of a fleet, kept cheap: nothing recorded,
             # not capped, not waiting.
             if not vm["state"] and vm["cap"] is None and (steal is None or steal < min_steal) \
@@ -444,8 +550,12 @@ class Cycle(object):
             state = states[vm["key"]] = self._carry_state(vm)
             stateful = stateful or bool(state) or vm["class"] == BURSTABLE
         if host["cpus_used"] is not None:
-            used_total = host["cpus_used"]
-        idle = max(0.0, host["cpus"] - used_total)
+            # The host's own measure counts what the VMs' sum misses (the
+            # host itself, other tenants); the dedicated cores are not the pool's.
+            used_pool = max(used_pool, host["cpus_used"] - used_outside)
+        pool = shared_pool(host, vms)
+        idle = max(0.0, pool - used_pool)
+        host = dict(net_pressure(host, capped_wait, self.now), pool=pool)
         if host["node"] is not None:
             self._gate(host)
         if not stateful:
@@ -518,24 +628,41 @@ class Cycle(object):
         return action
 
     def _gate(self, host):
+        """Two tiers: sustained CPU pressure steers new VMs away from the node
+        (PreferNoSchedule), severe CPU pressure or memory pressure closes it
+        (NoSchedule); a soft gate is hardened when pressure gets severe, and
+        either opens once calm."""
         params, now = self.params, self.now
         node = host["node"]
-        avg10, avg60 = host["avg10"], host["avg60"]
+        avg10, avg60, memory = host["avg10"], host["avg60"], host.get("memory_full60")
         state = dict(node["policy"])
+        capped_psi = host.get("capped_psi")
         signals = {"pressure_some_avg10": avg10, "pressure_some_avg60": avg60,
                    "procs_running": host["procs_running"]}
-        if avg10 is None or avg60 is None:
+        if capped_psi or host.get("capped_wait"):
+            # What the host's PSI said before the caps' own share was taken out.
+            signals.update(pressure_some_avg10_raw=host["avg10_raw"], pressure_some_avg60_raw=host["avg60_raw"],
+                           capped_wait_cpus=host["capped_wait"])
+        if memory is not None:
+            signals["memory_full_avg60"] = memory
+        # What the caps add to the pressure averages, carried to the next cycle.
+        carried = {"capped_psi": capped_psi} if capped_psi else {}
+        state.pop("capped_psi", None)
+        state.update(carried)
+        if (avg10 is None or avg60 is None) and memory is None:
+            self._keep_node_state(node, state)
             return
+        tier = self._gate_tier(avg10, avg60, memory)
         if not node["gated"]:
-            if state:
-                state = {}
-            if avg60 >= params["gate_pressure"] and avg10 >= params["gate_pressure"]:
-                self._propose("gate", host, None, None, "gate_pressure",
-                              "CPU pressure %.1f %% (avg60) and %.1f %% (avg10) is at or above %g %%: no new VMs "
-                              "until it is calm" % (avg60, avg10, params["gate_pressure"]),
-                              signals, state={"gated_at": now, "rule": "gate_pressure"}, priority=avg60)
+            state = dict(carried)
+            if tier is not None:
+                self._propose_gate(host, tier, signals, dict(carried, gated_at=now))
         elif state.get("gated_at") is not None:
-            calm = avg60 <= params["open_pressure"] and avg10 <= params["open_pressure"]
+            if tier is not None and tier[1] == HARD and node["effect"] == SOFT:
+                self._propose_gate(host, tier, signals, dict(state))
+                return
+            calm = avg60 is not None and avg10 is not None and avg60 <= params["open_pressure"] \
+                and avg10 <= params["open_pressure"] and (memory is None or memory < params["memory_gate_pressure"])
             if not calm:
                 state.pop("calm_since", None)
             else:
@@ -544,9 +671,38 @@ class Cycle(object):
                 if held_for >= params["gate_hold_seconds"] and calm_for >= params["open_calm_seconds"]:
                     self._propose("open", host, None, None, "open_calm",
                                   "CPU pressure %.1f %% (avg60) under %g %% for %d s, gated for %d s"
-                                  % (avg60, params["open_pressure"], calm_for, held_for), signals, state={})
+                                  % (avg60, params["open_pressure"], calm_for, held_for), signals,
+                                  state=dict(carried))
+        self._keep_node_state(node, state)
+
+    def _keep_node_state(self, node, state):
         if state != node["policy"]:
             self.node_states[node["name"]] = state or None
+
+    def _gate_tier(self, avg10, avg60, memory):
+        """(rule, taint effect, why) of the gate the pressures call for, or None."""
+        params = self.params
+        if memory is not None and memory >= params["memory_gate_pressure"]:
+            return ("gate_memory", HARD, "memory pressure (full) %.1f %% (avg60) is at or above %g %%: closed to new "
+                    "VMs, which no brake could make room for" % (memory, params["memory_gate_pressure"]))
+        if avg10 is None or avg60 is None:
+            return None
+        for rule, effect, level, what in (("gate_severe", HARD, params["severe_gate_pressure"], "closed to new VMs"),
+                                          ("gate_pressure", SOFT, params["gate_pressure"], "new VMs steered away")):
+            if avg60 >= level and avg10 >= level:
+                return (rule, effect, "CPU pressure %.1f %% (avg60) and %.1f %% (avg10) is at or above %g %%: %s "
+                        "until it is calm" % (avg60, avg10, level, what))
+        return None
+
+    def _propose_gate(self, host, tier, signals, state):
+        rule, effect, why = tier
+        action = self._propose("gate", host, None, None, rule, why, signals,
+                               state=dict(state, rule=rule, effect=effect),
+                               priority=(host["avg60"] or 0.0) + (100.0 if effect == HARD else 0.0))
+        if action is not None:
+            action["effect"] = effect
+        else:
+            self.held[-1]["effect"] = effect
 
     def _credits(self, host, vms, states):
         """Credit accounting of the burstable VMs, and the caps it calls for."""
@@ -578,14 +734,14 @@ class Cycle(object):
 
     def _contain(self, host, vms, states, ents, victims, idle):
         params = self.params
-        cpus = host["cpus"]
+        cpus = host["pool"]
         names = [v["name"] for v in victims]
-        signals = {"victims": names, "idle_cpus": round(idle, 3), "host_cpus": cpus,
+        signals = {"victims": names, "idle_cpus": round(idle, 3), "host_cpus": host["cpus"], "shared_cpus": cpus,
                    "pressure_some_avg10": host["avg10"], "procs_running": host["procs_running"]}
         if idle >= params["idle_guard_share"] * cpus:
             self.notes.append({"object": host["name"], "rule": "work_conservation",
-                               "note": "%s wait for CPU but %.2f of %g CPUs are idle: nothing throttled"
-                               % (", ".join(names), idle, cpus)})
+                               "note": "%s wait for CPU but %.2f of the %g CPUs of the shared pool are idle: nothing "
+                               "throttled" % (", ".join(names), idle, cpus)})
             return
         candidates = []
         for vm in vms:
@@ -608,7 +764,8 @@ class Cycle(object):
                                "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
                                "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
             return
-        load = sum(min(wanted(vm), self._cap_after(vm)) if self._cap_after(vm) is not None else wanted(vm) for vm in vms)
+        load = sum(min(wanted(vm), self._cap_after(vm)) if self._cap_after(vm) is not None else wanted(vm)
+                   for vm in pool_vms(vms))
         need = load - cpus * (1.0 - params["headroom_share"])
         if need < params["min_change_cpus"]:
             return
@@ -638,7 +795,7 @@ class Cycle(object):
         params, now = self.params, self.now
         calm = not any(vm["cap"] is None and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
             (host["avg10"] is None or host["avg10"] < params["pressure_relax"])
-        room = idle - params["headroom_share"] * host["cpus"]
+        room = idle - params["headroom_share"] * host["pool"]
         ents = None
         for vm in sorted(vms, key=lambda v: v["key"]):
             state = states[vm["key"]]
@@ -751,7 +908,8 @@ class Cycle(object):
         gate_slots = int(params["max_gated_share"] * nodes_total + 1e-9) - nodes_gated
         budget = params["max_actions_per_cycle"]
         for _order, _priority, _seq, action, state in sorted(self.proposed, key=lambda item: item[:3]):
-            if action["action"] == "gate":
+            if action["action"] == "gate" and action.get("effect") == HARD:
+                # Only a hard gate closes a node; a soft one only steers new VMs away.
                 if gate_slots <= 0:
                     deferred.append(dict(action, deferred="max_gated_share=%g allows %d of %d nodes gated at once "
                                          "and %d are" % (params["max_gated_share"],

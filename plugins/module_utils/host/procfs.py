@@ -18,6 +18,17 @@ VM_PARENTS = ("machine.slice", "machine")
 V1_CPU_MOUNTS = ("cpu,cpuacct", "cpu", "cpuacct,cpu")
 
 
+def cpu_list(text):
+    """CPU ids of a kernel CPU list ("0-3,8,10-11")."""
+    cpus = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        low, _sep, high = part.strip().partition("-")
+        cpus.extend(range(int(low), int(high or low) + 1))
+    return cpus
+
+
 class ProcFS(object):
 
     def __init__(self, root="/"):
@@ -57,11 +68,15 @@ class ProcFS(object):
             text = self.read("sys", "devices", "system", "cpu", "online").strip()
         except (IOError, OSError):
             return os.cpu_count()
-        count = 0
-        for part in text.split(","):
-            low, _sep, high = part.partition("-")
-            count += int(high or low) - int(low) + 1
-        return count
+        return len(cpu_list(text))
+
+    def isolated_cpus(self):
+        """CPU ids the kernel keeps out of its load balancing (isolcpus):
+        no shared VM's thread is moved there. Empty when none or unknown."""
+        try:
+            return cpu_list(self.read("sys", "devices", "system", "cpu", "isolated").strip())
+        except (IOError, OSError):
+            return []
 
     def cgroup_version(self):
         return 2 if os.path.exists(self.path("sys", "fs", "cgroup", "cgroup.controllers")) else 1

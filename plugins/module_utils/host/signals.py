@@ -21,6 +21,7 @@ def host_signals(fs):
     return {
         "pressure": fs.host_pressure(),
         "cpus": fs.cpu_count(),
+        "isolated_cpus": fs.isolated_cpus(),
         "load": {"load1": load["load1"], "load5": load["load5"], "load15": load["load15"]},
         "procs_running": load.get("procs_running", load["tasks_running"]),
         "procs_blocked": load.get("procs_blocked"),

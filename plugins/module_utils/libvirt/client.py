@@ -151,6 +151,15 @@ class LibvirtClient(object):
             samples[domain.name()] = {"cpu_time": stats.get("cpu.time", 0), "vcpu_delay": delay, "at": taken}
         return samples
 
+    def cpus_allowed(self, domain):
+        """Host CPU ids a running domain's vCPU threads may run on (the union
+        of their live pinning; all of the host's CPUs where none is pinned).
+        The emulator thread is left out: the vCPUs carry the guest's load."""
+        allowed = set()
+        for mask in _wrap(domain.vcpuPinInfo, libvirt.VIR_DOMAIN_AFFECT_LIVE):
+            allowed.update(cpu for cpu, on in enumerate(mask) if on)
+        return sorted(allowed)
+
     def cgroup_version(self):
         """1 or 2 for a hypervisor on this machine, None for a remote one (its
         cgroups cannot be seen from here)."""

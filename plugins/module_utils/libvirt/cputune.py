@@ -342,6 +342,11 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
         result.update(policy=policy["state"], paused=policy["pause"] is not None, pause=policy["pause"])
         if state["active"]:
             running[name] = (domain, result)
+            try:
+                result["cpus_allowed"] = client.cpus_allowed(domain)
+            except LibvirtClientError:
+                # It stopped between the two reads: the next read says so.
+                result["cpus_allowed"] = None
         results.append(result)
     if running and sample_seconds > 0:
         domains = [domain for domain, _result in running.values()]

@@ -136,7 +136,8 @@ class Overcommit(object):
         self.params = policy.parameters(params)
         self.hosts = [{"name": host["name"], "cpus": host["cpus"], "avg10": None, "avg60": None, "cpus_used": None,
                        "procs_running": None, "paused": False,
-                       "node": {"name": host["name"], "gated": False, "policy": {}}}
+                       "memory_full60": None,
+                       "node": {"name": host["name"], "gated": False, "effect": None, "policy": {}}}
                       for host in hosts]
         self.by_name = dict((host["name"], host) for host in self.hosts)
         self.views = views
@@ -166,7 +167,8 @@ class Overcommit(object):
             elif kind == "restore":
                 actions.append(("lift", action["object"], None, action["rule"]))
             else:
-                self.by_name[action["host"]]["node"]["gated"] = kind == "gate"
+                node = self.by_name[action["host"]]["node"]
+                node["gated"], node["effect"] = kind == "gate", action.get("effect") if kind == "gate" else None
                 actions.append((kind, action["host"], None, action["rule"]))
         return actions
 

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A model of one host's CPU for the simulator. Pure: no I/O.
 
-Demand beyond capacity is shared out as CFS shares it between vCPU threads
-of equal weight: max-min fair, each VM weighted by its vCPUs (its threads),
-caps honoured (a capped VM cannot take more than its cap, whatever is
+Demand beyond capacity is shared out as CFS shares it between VMs: max-min
+fair, each VM weighted by its CPU weight (the trace's, else its vCPUs), caps
+honoured (a capped VM cannot take more than its cap, whatever is
 free). Dedicated VMs run on their own pinned cores, outside the shared pool.
 What a VM wanted and did not get is its steal (vCPU delay); the part a cap
 withheld shows as steal too, as CFS throttling does in a guest. The host's
@@ -13,8 +13,9 @@ CPU pressure (PSI cpu `some`: the share of time at least one runnable
 thread waits) is modelled as the CPUs' worth of waiting, saturating at one
 whole thread (once a CPU's worth waits, some thread always waits), averaged
 like the kernel's avg10 and avg60 (exponentially, over 10 s and 60 s).
-Time a cap withholds is not host pressure: throttled threads are not
-runnable."""
+Time a cap withholds counts as host pressure, as the kernel counts it: a
+throttled vCPU thread stays runnable and waits out the period (measured on
+the lab's cgroup v1 host, docs/policy.md)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -86,7 +87,11 @@ class HostModel(object):
                 used[index] = allocation[position]
                 contention[index] = shared_wants[position] - allocation[position]
         steal = [wants[i] - used[i] for i in range(count)]
-        waiting = sum(contention)
+        # A capped VM's vCPUs wait out each throttled period, and the kernel
+        # counts that wait as the host's CPU pressure (cgroup v1, measured on
+        # the lab: docs/policy.md), so pressure is every VM's wait, the caps'
+        # included.
+        waiting = sum(steal)
         some = 100.0 * min(1.0, waiting)
         self.avg10 = self.avg10 * self.decay10 + some * (1.0 - self.decay10)
         self.avg60 = self.avg60 * self.decay60 + some * (1.0 - self.decay60)

@@ -156,11 +156,12 @@ def burstable_drain(seed):
 
 
 def dedicated_full_load(seed):
-    """A dedicated VM running flat out on its pinned cores beside a noisy
-    shared neighbour and VMs that want their CPU: the dedicated VM uses the
-    most CPU of all and must never be touched."""
+    """A dedicated VM on its pinned cores beside a noisy shared neighbour and
+    VMs that want their CPU: the dedicated VM uses the most CPU of all, its
+    load varies (from about a third to all of its cores), and it must never
+    be touched; its idle pinned cores are no CPU the shared VMs can use."""
     build = Builder("dedicated_full_load", seed, {"hv-1": 16}, HOUR)
-    build.vm("hv-1", "rt-1", "dedicated", 8, 8.0, sigma=0)
+    build.vm("hv-1", "rt-1", "dedicated", 8, 5.5, sigma=0.3)
     culprit = build.vm("hv-1", "batch-1", "shared", 8, 0.2)
     build.burst(culprit, 600, 2700, 7.8)
     build.vms("hv-1", "web", 4, 2, 1.5)

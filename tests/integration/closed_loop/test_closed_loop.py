@@ -4,7 +4,7 @@ shipped alert rulebook, and by ansible-playbook directly (kill switch, dry
 run, two cycles at once).
 
 The noisy neighbour is real contention: oc-lab-busy-1, a one-vCPU shared
-guest with no entitlement left under contention, starts spinning beside
+guest that wants far more than its share of the two cores, starts spinning beside
 two burstable guests that want their CPU (oc-lab-busy-2 and -3), three
 spinning vCPUs on the machine's two cores. Steal is what the kernel
 measures (domain stats' vcpu.N.delay), judged against the policy's own

@@ -272,6 +272,22 @@ def test_classes_select_domains_across_the_host():
     assert info["domains"][0]["class_reason"] == "its vCPUs are pinned"
 
 
+def test_the_cpus_a_running_domain_may_run_on_are_reported_from_its_live_pinning(libvirt_conn):
+    """The shared pool is read from these: the lab's dedicated guest pins its
+    vCPUs to CPUs 0 and 1 (its definition says so), an unpinned guest may run
+    on every CPU of the host."""
+    import xml.etree.ElementTree as ET
+    info = run_module("libvirt_cputune_info", {"domains": ["oc-lab-idle-4", "oc-lab-dedicated-2"],
+                                               "sample_seconds": 0}, host=HOST)
+    assert not info.get("failed"), info
+    by_name = dict((d["name"], d) for d in info["domains"])
+    host_cpus = libvirt_conn.getInfo()[2]
+    assert by_name["oc-lab-idle-4"]["cpus_allowed"] == list(range(host_cpus))
+    root = ET.fromstring(libvirt_conn.lookupByName("oc-lab-dedicated-2").XMLDesc(0))
+    pinned = sorted(set(int(pin.get("cpuset")) for pin in root.findall("cputune/vcpupin")))
+    assert pinned == [0, 1] and by_name["oc-lab-dedicated-2"]["cpus_allowed"] == pinned
+
+
 def test_raw_quota_with_its_own_period_and_an_emulator_cap(idle4):
     before = sched(idle4)
     result = cputune({"domains": ["oc-lab-idle-4"], "quota": 150000, "period": 50000, "emulator_cpus": 0.5})

@@ -38,12 +38,14 @@ def pressure(avg10, avg60, cpus=2):
 
 
 def contended_domains():
-    """A 2-CPU host: a 1-vCPU shared VM and two 2-vCPU burstable VMs spin,
-    a dedicated 2-vCPU VM idles (so the shared VMs have no entitlement)."""
-    return [domain("noisy", 0.67, 0.33, vcpus=1),
-            domain("victim-1", 0.67, 0.33, klass="burstable"),
-            domain("victim-2", 0.66, 0.34, klass="burstable"),
-            domain("db", 0.01, 0.0, klass="dedicated")]
+    """A 2-CPU host like the lab's: a 1-vCPU shared VM and two 2-vCPU
+    burstable VMs spin, a dedicated 2-vCPU VM pinned to both CPUs idles; the
+    shared VMs may run on both CPUs too (the shared pool is the two CPUs)."""
+    both = {"cpus_allowed": [0, 1]}
+    return [domain("noisy", 0.67, 0.33, vcpus=1, **both),
+            domain("victim-1", 0.67, 0.33, klass="burstable", **both),
+            domain("victim-2", 0.66, 0.34, klass="burstable", **both),
+            domain("db", 0.01, 0.0, klass="dedicated", **both)]
 
 
 def measured(rounds=3, avg10=50.0, avg60=40.0, node="worker-1", domains=contended_domains, **extra):
@@ -109,6 +111,36 @@ def test_only_a_cap_a_plan_set_is_the_policys_own_state():
         {"cap": 0.5, "rule": "contain"}
 
 
+def test_the_effect_of_a_gate_is_read_from_the_taints_it_set():
+    def node(effect=None, cordoned=False, gated=True):
+        taints = [{"key": "example.com/other", "effect": "NoSchedule"}]
+        if effect:
+            taints.append({"key": "overcommit.io/gated", "effect": effect})
+        gate = {"taints": ["overcommit.io/gated"] if effect else [], "cordoned": cordoned} if gated else None
+        return {"name": "worker-1", "taints": taints, "gate": gate}
+    assert observe.gate_effect(node("PreferNoSchedule")) == "PreferNoSchedule"
+    assert observe.gate_effect(node("NoSchedule")) == "NoSchedule"
+    # A cordon closes the node whatever the taints say; another owner's NoSchedule is not the gate's.
+    assert observe.gate_effect(node("PreferNoSchedule", cordoned=True)) == "NoSchedule"
+    assert observe.gate_effect(node(gated=False)) is None
+    assert observe.host_input("hv-1", pressure(1, 1), node("PreferNoSchedule"))["node"]["effect"] == "PreferNoSchedule"
+
+
+def test_the_shared_pool_is_read_from_the_cpusets_less_the_isolated_cpus():
+    domains = [domain("web", 1, 0, cpus_allowed=[0, 1, 2, 3]), domain("batch", 1, 0, cpus_allowed=[2, 3, 4, 5]),
+               domain("rt", 2, 0, klass="dedicated", cpus_allowed=[6, 7]),
+               domain("db", 1, 0, klass="dedicated", cpus_allowed=[5]),
+               domain("off", None, None, active=False, cpus_allowed=[8])]
+    pool = observe.shared_pool_cpus(domains, isolated=[0])
+    assert pool == {1, 2, 3, 4, 5}
+    assert observe.host_input("hv-1", dict(pressure(1, 1, cpus=8)), pool=pool)["shared_cpus"] == 5
+    # A dedicated VM whose cores are its own is out of the pool; one pinned inside it is in.
+    assert observe.vm_input("hv-1", domains[2], pool=pool)["in_shared_pool"] is False
+    assert observe.vm_input("hv-1", domains[3], pool=pool)["in_shared_pool"] is True
+    # An older reader says nothing of cpusets: no pool is claimed.
+    assert observe.shared_pool_cpus([domain("web", 1, 0)]) is None
+
+
 def test_a_vm_is_weighted_as_its_host_schedules_it():
     # libvirt's live cpu_shares (the default 1024 whatever the vCPUs, or what an operator set).
     assert observe.vm_input("hv-1", domain("a", 1, 0, vcpus=4, live={"cpu_shares": 1024}))["weight"] == 1024
@@ -162,7 +194,7 @@ def test_rounds_give_the_policy_its_input_and_the_fleet_counts():
     [host] = hosts
     assert dict((k, host[k]) for k in ("name", "cpus", "pressure", "procs_running", "paused", "node")) == {
         "name": "hv-1", "cpus": 2, "pressure": {"cpu": {"some": {"avg10": 50.0, "avg60": 40.0}}},
-        "procs_running": 5, "paused": True, "node": {"name": "worker-1", "gated": False, "policy": {}}}
+        "procs_running": 5, "paused": True, "node": {"name": "worker-1", "gated": False, "effect": None, "policy": {}}}
     # A domain not running is not decided on, but the plan sees it.
     assert [vm["name"] for vm in vms] == ["noisy", "victim-1", "victim-2", "db"]
     assert out["seen"]["hv-1/off"] == {"cap_cpus": None, "throttle_time": None}
@@ -195,7 +227,9 @@ def test_the_replay_throttles_only_the_shared_culprit_and_gates_the_pressured_no
         ("gate", "node/worker-1", "gate_pressure"), ("throttle", "hv-1/noisy", "contain")]
     throttle = plan["actions"][1]
     assert throttle["cpus"] == 0.25 and throttle["previous_cpus"] is None  # down to its floor
-    assert "no entitlement" in throttle["reason"]
+    # Its entitlement is its vCPU's share of the shared pool the cpusets say (both CPUs), 2 x 1/5.
+    assert "2.5x its entitlement of 0.40" in throttle["reason"]
+    assert throttle["signals"]["shared_cpus"] == 2
     assert plan["deferred"] == []
     assert [r["round"] for r in result["history"]] == [1, 2, 3]
     assert [r["time"] for r in result["history"]] == TIMES
@@ -215,12 +249,13 @@ def test_a_rounds_proposed_cap_does_not_leak_into_the_next_rounds_state():
 
 
 def test_the_gate_is_deferred_when_the_fleet_has_no_slot_for_it():
-    plan = recommend.replay({"hv-1": measured(node="worker-1")}, k8s_nodes(1), TIMES)["last"]
+    # Severe pressure: a hard gate, which the fleet share bounds (a soft one closes nothing).
+    plan = recommend.replay({"hv-1": measured(avg10=90.0, avg60=60.0, node="worker-1")}, k8s_nodes(1), TIMES)["last"]
     assert [a["object"] for a in plan["actions"]] == ["hv-1/noisy"]
     assert [(d["object"], d["deferred"]) for d in plan["deferred"]] == [
         ("node/worker-1", "max_gated_share=0.25 allows 0 of 1 nodes gated at once and 0 are")]
     # A node already gated elsewhere takes the one slot of four.
-    plan = recommend.replay({"hv-1": measured()}, k8s_nodes(4, gated=("worker-4",)), TIMES)["last"]
+    plan = recommend.replay({"hv-1": measured(avg10=90.0, avg60=60.0)}, k8s_nodes(4, gated=("worker-4",)), TIMES)["last"]
     assert [d["object"] for d in plan["deferred"]] == ["node/worker-1"]
 
 
@@ -248,7 +283,7 @@ def test_recommend_makes_the_plan_artefact():
     assert [a["object"] for a in made["actions"]] == ["node/worker-1", "hv-1/noisy"]
     assert made["actions"][0]["expected"] == {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
     assert made["actions"][1]["expected"] == {"cap_cpus": None, "throttle_time": None}
-    assert made["summary"][0].startswith("node/worker-1: gate node (gate_pressure: CPU pressure 40.0 % (avg60)")
+    assert made["summary"][0].startswith("node/worker-1: gate node (PreferNoSchedule) (gate_pressure: CPU pressure 40.0 % (avg60)")
     assert made["summary"][1].startswith("hv-1/noisy: throttle to 0.25 CPU, was unlimited (contain: ")
     assert made["summary"][-1] == "not measured: hv-2: not measured (unreachable, or its play failed)"
     assert len(made["summary"]) == 3

@@ -28,6 +28,7 @@ def host_tree(root, version, psi=True):
     write(root, "proc/loadavg", "1.47 1.92 1.86 3/152 20172\n")
     write(root, "proc/stat", "cpu  1 2 3\nprocs_running 5\nprocs_blocked 1\n")
     write(root, "sys/devices/system/cpu/online", "0-3,6\n")
+    write(root, "sys/devices/system/cpu/isolated", "2-3\n")
     if version == 2:
         write(root, "sys/fs/cgroup/cgroup.controllers", "cpu io memory\n")
         write(root, "sys/fs/cgroup/machine.slice/cpu.pressure", PSI)
@@ -57,6 +58,7 @@ def test_host_signals_feed_the_policy_as_they_are(tmp_path, version):
     signals = host_signals(ProcFS(str(tmp_path)))
     assert signals["pressure"]["cpu"]["some"]["avg10"] == 12.5 and signals["pressure"]["io"]["full"]["avg60"] == 0
     assert signals["cpus"] == 5 and signals["procs_running"] == 5 and signals["procs_blocked"] == 1
+    assert signals["isolated_cpus"] == [2, 3]
     assert signals["load"] == {"load1": 1.47, "load5": 1.92, "load15": 1.86}
     assert signals["cgroup_version"] == version
     if version == 2:

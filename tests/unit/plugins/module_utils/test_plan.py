@@ -37,7 +37,8 @@ def test_a_plan_carries_id_expiry_and_per_action_change_reason_and_what_it_saw()
     made = plans.make(policy_plan(), SEEN, NOW, ttl_seconds=900)
     assert made["id"].startswith("plan-20231114T221320Z-") and made["expires_unix"] == NOW + 900
     gate, throttle = made["actions"]
-    assert gate["action"] == "gate" and gate["change"] == "gate node" and gate["expected"] == SEEN["node/node-1"]
+    assert gate["action"] == "gate" and gate["change"] == "gate node (PreferNoSchedule)"
+    assert gate["expected"] == SEEN["node/node-1"]
     assert throttle["change"].startswith("throttle to ") and throttle["change"].endswith("was unlimited")
     assert throttle["reason"] and throttle["rule"] == "contain"
     assert plans.make(policy_plan(), SEEN, NOW, 900)["id"] == made["id"]  # same input, same plan
@@ -134,7 +135,7 @@ def test_the_summary_has_a_line_per_action_held_deferred_and_unmeasured_host():
     made["deferred"] = [{"object": "node/node-2", "deferred": "max_gated_share=0.25 allows 1 of 4 nodes"}]
     made["skipped"] = [{"host": "hv-9", "reason": "not measured (unreachable, or its play failed)"}]
     lines = plans.summary(made)
-    assert lines[0] == "node/node-1: gate node (gate_pressure: %s)" % made["actions"][0]["reason"]
+    assert lines[0] == "node/node-1: gate node (PreferNoSchedule) (gate_pressure: %s)" % made["actions"][0]["reason"]
     assert lines[1].startswith("hv-1/batch-1: throttle to ") and ", was unlimited (contain: " in lines[1]
     assert lines[2:] == ["held: hv-2/x: kill switch: host hv-2 is paused",
                          "deferred: node/node-2: max_gated_share=0.25 allows 1 of 4 nodes",

@@ -85,6 +85,7 @@ def test_defaults_are_valid_and_unknown_parameters_are_refused_by_name():
     ({"trigger_n": 4, "trigger_m": 3}, "policy.trigger_n"),
     ({"relax_steal_ratio": 0.2}, "policy.relax_steal_ratio"),
     ({"open_pressure": 50}, "policy.open_pressure"),
+    ({"severe_gate_pressure": 10}, "policy.severe_gate_pressure"),
     ({"victim_steal_ratio": 2}, "policy.victim_steal_ratio"),
     ({"trigger_m": 2.5}, "policy.trigger_m"),
     ({"cooldown_seconds": "soon"}, "policy.cooldown_seconds"),
@@ -232,10 +233,51 @@ def test_one_vm_without_a_weight_weights_them_all_by_vcpus():
 
 
 def test_dedicated_vms_are_never_touched_even_when_they_use_the_most():
-    vms = [vm("rt-1", 8.0, 0.0, vcpus=8, cls="dedicated"), vm("batch-1", 2.0, 2.5, vcpus=4)] + \
+    # 12 CPUs, 8 pinned to rt-1: the shared pool is the other 4, and it is full.
+    vms = [vm("rt-1", 8.0, 0.0, vcpus=8, cls="dedicated"), vm("batch-1", 2.6, 1.9, vcpus=4)] + \
         [vm("web-%d" % n, 0.6, 0.4) for n in range(1, 3)]
     plan = decide([host(cpus=12)], vms)
     assert kinds(plan) == [("throttle", "batch-1")]  # not rt-1, which uses four times as much
+
+
+def half_idle_dedicated_host(shared_cpus=None, in_shared_pool=None):
+    """The case of a half-idle dedicated VM: 16 CPUs, a dedicated 8-vCPU VM
+    using 4, a shared 8-vCPU VM wanting 7.8, four 2-vCPU VMs wanting 1.5
+    each and getting 1.0 (CFS shares the 8 CPUs of the pool by weight)."""
+    rt = vm("rt-1", 4.0, 0.0, vcpus=8, cls="dedicated")
+    if in_shared_pool is not None:
+        rt["in_shared_pool"] = in_shared_pool
+    vms = [rt, vm("batch-1", 4.0, 3.8, vcpus=8)] + [vm("web-%d" % n, 1.0, 0.5, state={"hist": "1"})
+                                                    for n in range(1, 5)]
+    entry = host(cpus=16)
+    if shared_cpus is not None:
+        entry["shared_cpus"] = shared_cpus
+    return [entry], vms
+
+
+def test_the_idle_pinned_cores_of_a_dedicated_vm_are_no_idle_cpu_for_the_shared_pool():
+    hosts, vms = half_idle_dedicated_host()
+    plan = decide(hosts, vms)
+    assert kinds(plan) == [("throttle", "batch-1")], plan["notes"]
+    assert plan["actions"][0]["signals"]["shared_cpus"] == 8 and plan["actions"][0]["signals"]["idle_cpus"] == 0
+
+
+def test_the_shared_pool_read_from_the_cpusets_decides():
+    # The cpusets say the shared VMs may run on 12 CPUs (the dedicated VM's cores are not all its
+    # own): 4 CPUs' worth idle there, 33 % of the pool, and nothing is throttled.
+    hosts, vms = half_idle_dedicated_host(shared_cpus=12)
+    plan = decide(hosts, vms)
+    assert plan["actions"] == [] and plan["notes"][0]["rule"] == "work_conservation", plan
+    # The dedicated VM pinned inside that pool: its use is the pool's too, and the pool is full.
+    hosts, vms = half_idle_dedicated_host(shared_cpus=12, in_shared_pool=True)
+    assert kinds(decide(hosts, vms)) == [("throttle", "batch-1")]
+
+
+def test_a_shared_pool_larger_than_the_host_is_refused():
+    hosts, vms = half_idle_dedicated_host(shared_cpus=17)
+    with pytest.raises(ValueRangeError) as error:
+        policy.decide(hosts, vms, NOW)
+    assert error.value.field == "hosts[0].shared_cpus"
 
 
 def test_work_conservation_nothing_is_throttled_while_the_host_has_idle_cpu():
@@ -420,11 +462,99 @@ def test_a_pressure_spike_does_not_gate():
     assert decide(hosts, [vm("web-1", 1.0)])["actions"] == []
 
 
-def test_the_fleet_share_cap_bounds_gates():
-    hosts = [host("hv-%d" % n, avg10=90, avg60=30 + n, node=True) for n in range(1, 5)]
+def test_the_fleet_share_cap_bounds_hard_gates():
+    hosts = [host("hv-%d" % n, avg10=90, avg60=60 + n, node=True) for n in range(1, 5)]
     plan = decide(hosts, [vm("web-1", 1.0)])  # 25 % of 4 nodes: one gate, the most pressured
-    assert kinds(plan) == [("gate", "node-hv-4")]
+    assert kinds(plan) == [("gate", "node-hv-4")] and plan["actions"][0]["effect"] == "NoSchedule"
     assert len(plan["deferred"]) == 3 and "max_gated_share" in plan["deferred"][0]["deferred"]
+
+
+def test_sustained_pressure_steers_new_vms_away_and_only_severe_pressure_closes_the_node():
+    hosts = [host("hv-1", avg10=90, avg60=30, node=True), host("hv-2", avg10=90, avg60=55, node=True)]
+    plan = decide(hosts + [host("hv-%d" % n, node=True) for n in range(3, 9)], [vm("web-1", 1.0)])
+    gates = dict((a["node"], (a["rule"], a["effect"])) for a in plan["actions"])
+    assert gates == {"node-hv-1": ("gate_pressure", "PreferNoSchedule"), "node-hv-2": ("gate_severe", "NoSchedule")}
+    assert plan["state"]["nodes"]["node-hv-1"] == {"gated_at": NOW, "rule": "gate_pressure",
+                                                   "effect": "PreferNoSchedule"}
+    assert plan["actions"][0]["node"] == "node-hv-2"  # the hard gate first
+
+
+def test_soft_gates_are_not_bounded_by_the_fleet_share_they_close_nothing():
+    hosts = [host("hv-%d" % n, avg10=90, avg60=30, node=True) for n in range(1, 5)]
+    plan = decide(hosts, [vm("web-1", 1.0)])
+    assert len(plan["actions"]) == 4 and plan["deferred"] == []
+
+
+def test_memory_pressure_closes_the_node_whatever_the_cpu_does():
+    pressure = {"cpu": {"some": {"avg10": 1, "avg60": 1}}, "memory": {"full": {"avg10": 9, "avg60": 8}}}
+    hosts = [dict(host(node=True), pressure=pressure)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    plan = decide(hosts, [vm("web-1", 1.0)])
+    assert [(a["rule"], a["effect"]) for a in plan["actions"]] == [("gate_memory", "NoSchedule")]
+    assert plan["actions"][0]["signals"]["memory_full_avg60"] == 8
+    pressure["memory"]["full"]["avg60"] = 2  # some memory stall, under the line: nothing
+    assert decide(hosts, [vm("web-1", 1.0)])["actions"] == []
+
+
+def soft_gated(avg10, avg60, memory=None):
+    entry = host(avg10=avg10, avg60=avg60, node=True, gated=True,
+                 node_state={"gated_at": NOW - 100, "rule": "gate_pressure", "effect": "PreferNoSchedule"})
+    entry["node"]["effect"] = "PreferNoSchedule"
+    if memory is not None:
+        entry["pressure"] = {"cpu": {"some": {"avg10": avg10, "avg60": avg60}}, "memory": {"full": {"avg60": memory}}}
+    return entry
+
+
+def test_a_soft_gate_is_hardened_when_pressure_turns_severe_and_kept_otherwise():
+    others = [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    plan = decide([soft_gated(90, 70)] + others, [vm("web-1", 1.0)])
+    assert [(a["action"], a["rule"], a["effect"]) for a in plan["actions"]] == [("gate", "gate_severe", "NoSchedule")]
+    assert plan["state"]["nodes"]["node-hv-1"]["gated_at"] == NOW - 100  # still gated since then
+    assert decide([soft_gated(40, 30)], [vm("web-1", 1.0)])["actions"] == []
+
+
+def lone_capped_culprit(steal=0.9):
+    """What the lab measured (tests/integration/host/test_brake_signals.py): one
+    1-vCPU guest capped to 0.1 CPU, nothing else busy; its throttled time is
+    its steal and the host's CPU pressure."""
+    return vm("batch-1", 0.1, steal, vcpus=1, cap=0.1,
+              state={"cap": 0.1, "rule": "contain", "capped_at": NOW - 3600, "changed_at": NOW - 3600,
+                     "direction": "tighten"})
+
+
+def test_the_pressure_a_cap_adds_does_not_keep_its_node_gated():
+    gated = host(avg10=72, avg60=70, node=True, gated=True,
+                 node_state={"gated_at": NOW - 7200, "rule": "gate_severe", "effect": "NoSchedule",
+                             "calm_since": NOW - 7200})
+    plan = decide([gated], [lone_capped_culprit()])
+    opened = [a for a in plan["actions"] if a["action"] == "open"]
+    assert opened and opened[0]["signals"]["pressure_some_avg10_raw"] == 72, plan
+    assert opened[0]["signals"]["pressure_some_avg10"] <= 5
+
+
+def test_the_pressure_a_cap_adds_neither_gates_a_node_nor_blocks_the_release():
+    hosts = [host(cpus=2, avg10=72, avg60=70, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    plan = decide(hosts, [lone_capped_culprit()])
+    # No gate, and the host counts as calm (raw, 72 % would not): calm from now on.
+    assert plan["actions"] == [] and plan["state"]["vms"]["hv-1/batch-1"]["calm_since"] == NOW, plan
+    culprit = lone_capped_culprit()
+    culprit["policy"]["calm_since"] = NOW - 600
+    assert [a["action"] for a in decide(hosts, [culprit])["actions"]] == ["relax"]
+
+
+def test_pressure_beyond_what_the_caps_explain_still_gates():
+    # The cap explains at most one waiting CPU's worth: 0.3 CPU of steal, 90 % of pressure, 60 % remain.
+    plan = decide([host(cpus=2, avg10=90, avg60=90, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)],
+                  [lone_capped_culprit(steal=0.3)])
+    gates = [a for a in plan["actions"] if a["action"] == "gate"]
+    assert gates and gates[0]["signals"]["pressure_some_avg60"] == 60 and gates[0]["effect"] == "NoSchedule"
+
+
+def test_a_gated_node_under_memory_pressure_does_not_open():
+    entry = soft_gated(1, 1, memory=7)
+    entry["node"]["policy"] = {"gated_at": NOW - 7200, "rule": "gate_memory", "effect": "NoSchedule",
+                               "calm_since": NOW - 7200}
+    entry["node"]["effect"] = "NoSchedule"
+    assert decide([entry], [vm("web-1", 1.0)])["actions"] == []
 
 
 def test_a_gated_node_opens_only_after_the_hold_and_a_calm_period():
