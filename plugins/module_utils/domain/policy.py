@@ -393,9 +393,9 @@ def pool_vms(vms):
 
 def entitlements(host, vms, states=None):
     """CPUs each VM is entitled to under contention: what it says it was
-    sold (`entitled_cpus`), else its weight's share of the CPUs the host's
-    dedicated VMs leave (as weighted CFS shares it out); a burstable VM
-    with credits may burst, at zero credits it is entitled to its baseline."""
+    sold (`entitled_cpus`), else its weight's share of the shared pool (as
+    weighted CFS shares it out); a burstable VM with credits may burst, at
+    zero credits it is entitled to its baseline."""
     pool = shared_pool(host, vms)
     weight_of = weights(vms)
     total_weight = sum(weight_of.values()) or 1.0
