@@ -404,25 +404,26 @@ def test_a_flapping_cap_waits_out_its_doubled_cooldown_before_release():
     assert plan["actions"] == []
 
 
-def test_a_new_cut_starts_the_release_history_again():
-    states = {"batch-1": {"cap": 4.0, "rule": "contain", "capped_at": NOW - 900, "changed_at": NOW - 900,
-                          "direction": "tighten", "released": "11"}}
-    vms = noisy_host(victim_steal=0.6, culprit_used=4.0, culprit_steal=4.0, states=states)
-    vms[0]["cap_cpus"] = 4.0
+def capped_noisy_host(cap, used, steal, **state):
+    """noisy_host with batch-1 under a contain cap of ours and the web VMs
+    waiting again."""
+    states = {"batch-1": dict({"cap": cap, "rule": "contain", "capped_at": NOW - 900}, **state)}
+    vms = noisy_host(victim_steal=0.6, culprit_used=used, culprit_steal=steal, states=states)
+    vms[0]["cap_cpus"] = cap
     for entry in vms[1:4]:
         entry["usage"]["cpus_used"] = 1.45
+    return vms
+
+
+def test_a_new_cut_starts_the_release_history_again():
+    vms = capped_noisy_host(4.0, 4.0, 4.0, changed_at=NOW - 900, direction="tighten", released="11")
     plan = decide([host()], vms)
     assert kinds(plan) == [("throttle", "batch-1")]
     assert "released" not in plan["state"]["vms"]["hv-1/batch-1"]
 
 
 def test_tightening_after_a_relax_is_a_reversal_that_doubles_the_cooldown():
-    states = {"batch-1": {"cap": 3.4, "rule": "contain", "capped_at": NOW - 900, "changed_at": NOW - 20,
-                          "direction": "loosen"}}
-    vms = noisy_host(victim_steal=0.6, culprit_used=3.4, culprit_steal=4.3, states=states)
-    vms[0]["cap_cpus"] = 3.4
-    for entry in vms[1:4]:
-        entry["usage"]["cpus_used"] = 1.45
+    vms = capped_noisy_host(3.4, 3.4, 4.3, changed_at=NOW - 20, direction="loosen")
     plan = decide([host()], vms)
     assert kinds(plan) == [("throttle", "batch-1")]
     state = plan["state"]["vms"]["hv-1/batch-1"]
