@@ -30,8 +30,10 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
   credits_exhausted  hold a burstable VM with no credits left to its baseline;
   credits_earned     let it burst again once it has earned enough;
   relax              after a calm period and a cooldown, raise a cap one step
-                     (at most relax_step_share of its vCPUs a cycle, and only
-                     into idle CPU while the VM still presses its cap); on a
+                     (relax_step_share of its vCPUs a cycle; while the VM
+                     still presses its cap, a whole step only, and only
+                     while idle_guard_share of the pool stayed idle in each of
+                     the last trigger_m cycles); on a
                      host still contended, only the caps of VMs that are no
                      longer culprits;
   restore            when a step would reach the VM's vCPUs, restore exactly;
@@ -41,7 +43,8 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
                      doubled its cooldown): restored exactly when it does not
                      press its cap, else raised a step each cycle;
   open_calm          open a node gated for gate_hold_seconds and calm for
-                     open_calm_seconds.
+                     open_calm_seconds; it stays open as long again unless
+                     pressure turns severe (open_hold).
 A per-cycle action budget and a cap on the share of nodes gated at once
 bound every cycle; an object or host marked `paused` (the kill switch) gets
 no action, and the plan says what was held back.
@@ -125,7 +128,7 @@ def vm_key(vm):
 TIGHTEN = "tighten"
 LOOSEN = "loosen"
 # State keys a cap of ours keeps; dropped together when the cap goes.
-CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since", "released")
+CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since", "released", "idle_seen")
 
 
 def parameters(given=None):
@@ -654,7 +657,19 @@ class Cycle(object):
             return
         tier = self._gate_tier(avg10, avg60, memory)
         if not node["gated"]:
+            opened_at = state.get("opened_at")
             state = dict(carried)
+            if opened_at is not None and now - opened_at < params["gate_hold_seconds"]:
+                # A node the policy opened stays open as long as a gate is held
+                # closed, unless pressure turns severe: steering new VMs away
+                # and back every few minutes helps no scheduler.
+                state["opened_at"] = opened_at
+                if tier is not None and tier[1] == SOFT:
+                    self.notes.append({"object": "node/%s" % node["name"], "rule": "open_hold",
+                                       "note": "%s; opened %d s ago, it stays open for gate_hold_seconds (%d s) "
+                                       "unless pressure turns severe" % (tier[2], now - opened_at,
+                                                                         params["gate_hold_seconds"])})
+                    tier = None
             if tier is not None:
                 self._propose_gate(host, tier, signals, dict(carried, gated_at=now))
         elif state.get("gated_at") is not None:
@@ -672,7 +687,7 @@ class Cycle(object):
                     self._propose("open", host, None, None, "open_calm",
                                   "CPU pressure %.1f %% (avg60) under %g %% for %d s, gated for %d s"
                                   % (avg60, params["open_pressure"], calm_for, held_for), signals,
-                                  state=dict(carried))
+                                  state=dict(carried, opened_at=now))
         self._keep_node_state(node, state)
 
     def _keep_node_state(self, node, state):
@@ -795,7 +810,7 @@ class Cycle(object):
         params, now = self.params, self.now
         calm = not any(vm["cap"] is None and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
             (host["avg10"] is None or host["avg10"] < params["pressure_relax"])
-        room = idle - params["headroom_share"] * host["pool"]
+        room, grown = idle - params["headroom_share"] * host["pool"], 0.0
         ents = None
         for vm in sorted(vms, key=lambda v: v["key"]):
             state = states[vm["key"]]
@@ -808,6 +823,11 @@ class Cycle(object):
             # ("1": it was not), the same N of M a victim needs.
             released = (state.get("released", "") + ("0" if culprit else "1"))[-params["trigger_m"]:]
             state["released"] = released
+            # The pool's idle CPU in each of the last trigger_m cycles: a
+            # culprit still pressing its cap grows only into CPU that stayed
+            # idle, not into a victim's passing lull.
+            idle_seen = (state.get("idle_seen", []) + [round(idle, 3)])[-params["trigger_m"]:]
+            state["idle_seen"] = idle_seen
             if vm["key"] in self.claimed:
                 continue
             # On a calm host every cap may be relaxed; on a contended one only
@@ -849,11 +869,19 @@ class Cycle(object):
                 new_cap, why = cap + step, "it uses %.2f of its %g CPUs" % (vm["used"], cap)
                 context = "host calm for %d s" % calm_for
             else:
-                grow = min(step, room)
-                if grow < params["min_change_cpus"]:
+                # Only into CPU so idle, in each of the last trigger_m cycles,
+                # that the work-conservation guard would not let it be capped
+                # (idle_guard_share), and a whole step or nothing: growing
+                # into less is cut again when the others' lull ends, a flap.
+                lasting = min(idle_seen)
+                if len(idle_seen) < params["trigger_m"] or lasting < params["idle_guard_share"] * host["pool"] \
+                        or min(room, lasting - params["headroom_share"] * host["pool"] - grown) < step:
                     continue
-                room -= grow
-                new_cap, why = cap + grow, "it presses its cap and %.2f CPUs are idle" % idle
+                room -= step
+                grown += step
+                new_cap = cap + step
+                why = "it presses its cap and at least %.2f CPUs were idle in each of the last %d cycles" % (
+                    min(idle_seen), len(idle_seen))
                 context = "host calm for %d s" % calm_for
             self._step_up(host, vm, state, signals, new_cap, "relax", context, why)
 

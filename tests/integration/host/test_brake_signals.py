@@ -99,7 +99,7 @@ def test_a_capped_guest_alone_inflates_host_pressure_and_the_policy_takes_its_sh
     vm = {"name": GUEST, "host": "lab", "class": "shared", "vcpus": 1, "cap_cpus": CAP,
           "usage": {"cpus_used": round(capped_used, 3), "steal_cpus": round(capped_delay, 3)},
           "policy": {"cap": CAP, "rule": "contain", "capped_at": NOW - 3600, "changed_at": NOW - 3600,
-                     "direction": "tighten"}}
+                     "direction": "tighten", "idle_seen": [1.8, 1.8]}}  # alone on the host for a while
     plan = policy.decide([host], [vm], NOW, params)
     kinds = sorted((a["action"], a["rule"]) for a in plan["actions"])
     assert ("open", "open_calm") in kinds, (figures, plan)

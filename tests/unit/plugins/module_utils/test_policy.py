@@ -331,13 +331,21 @@ def test_a_quiet_culprit_is_relaxed_one_step_of_ten_percent_of_its_vcpus():
     assert plan["actions"][0]["cpus"] == pytest.approx(3.8)
 
 
-def test_a_culprit_pressing_its_cap_grows_only_into_idle_cpu():
-    vms = [capped_culprit(3.0, 4.0, calm_since=NOW - 600)] + [vm("web-%d" % n, 1.5, 0.0) for n in range(1, 4)]
-    plan = decide([host()], vms)  # 8 - 7.5 = 0.5 idle, minus 2 % headroom
-    assert plan["actions"][0]["cpus"] == pytest.approx(3.0 + 0.5 - 0.16, abs=0.01)
-    for entry in vms[1:]:
-        entry["usage"]["cpus_used"] = 1.65  # 0.05 idle: no room
-    assert decide([host()], vms)["actions"] == []
+def test_a_culprit_pressing_its_cap_grows_a_whole_step_only_into_cpu_that_stayed_idle():
+    def cycle(idle_seen, web_used=1.0):
+        state = {"idle_seen": idle_seen} if idle_seen is not None else {}
+        vms = [capped_culprit(3.0, 4.0, calm_since=NOW - 600, **state)] + \
+            [vm("web-%d" % n, web_used, 0.0) for n in range(1, 4)]
+        return decide([host()], vms)  # 8 - 3 - 3 x 1.0 = 2 CPUs idle; the guard is 0.8, a step 0.8
+    first = cycle(None)
+    assert first["actions"] == [] and first["state"]["vms"]["hv-1/batch-1"]["idle_seen"] == [2.0]
+    assert cycle([0.6, 2.0])["actions"] == []  # a lull: idle under the guard a cycle ago
+    assert cycle([2.0, 2.0], web_used=1.6)["actions"] == []  # 0.2 idle now
+    plan = cycle([2.0, 2.0])
+    assert kinds(plan) == [("relax", "batch-1")] and plan["actions"][0]["cpus"] == pytest.approx(3.8)
+    assert "idle in each of the last 3 cycles" in plan["actions"][0]["reason"]
+    # 0.9 idle stayed over the guard, but leaves less than a step (0.8) past the 2 % headroom.
+    assert cycle([0.9, 0.9], web_used=1.367)["actions"] == []
 
 
 def test_the_last_step_is_the_exact_restore():
@@ -538,7 +546,7 @@ def test_the_pressure_a_cap_adds_neither_gates_a_node_nor_blocks_the_release():
     # No gate, and the host counts as calm (raw, 72 % would not): calm from now on.
     assert plan["actions"] == [] and plan["state"]["vms"]["hv-1/batch-1"]["calm_since"] == NOW, plan
     culprit = lone_capped_culprit()
-    culprit["policy"]["calm_since"] = NOW - 600
+    culprit["policy"].update(calm_since=NOW - 600, idle_seen=[1.9, 1.9])  # calm, and the rest idle, for a while
     assert [a["action"] for a in decide(hosts, [culprit])["actions"]] == ["relax"]
 
 
@@ -567,6 +575,25 @@ def test_a_gated_node_opens_only_after_the_hold_and_a_calm_period():
     assert cycle(NOW, NOW - 600, NOW - 600)["actions"] == []  # held for 10 minutes only
     assert cycle(NOW, NOW - 3600)["state"]["nodes"]["node-hv-1"]["calm_since"] == NOW  # calm starts now
     assert kinds(cycle(NOW, NOW - 3600, NOW - 700)) == [("open", "node-hv-1")]
+
+
+def test_an_opened_node_stays_open_unless_pressure_turns_severe():
+    def cycle(avg, opened_at):
+        hosts = [host(avg10=avg, avg60=avg, node=True, node_state={"opened_at": opened_at})] + \
+            [host("hv-%d" % n, node=True) for n in range(2, 5)]
+        return decide(hosts, [vm("web-1", 1.0)])
+    held = cycle(30, NOW - 300)
+    assert held["actions"] == [] and held["notes"][0]["rule"] == "open_hold", held
+    assert held["state"]["nodes"] == {}  # opened_at is kept as it was
+    assert [(a["rule"], a["effect"]) for a in cycle(60, NOW - 300)["actions"]] == [("gate_severe", "NoSchedule")]
+    assert [a["rule"] for a in cycle(30, NOW - 1800)["actions"]] == ["gate_pressure"]
+    assert cycle(2, NOW - 3600)["state"]["nodes"]["node-hv-1"] is None  # the hold is over: forgotten
+
+
+def test_opening_records_when_so_the_node_stays_open():
+    state = {"gated_at": NOW - 3600, "rule": "gate_pressure", "calm_since": NOW - 700}
+    plan = decide([host(avg10=1, avg60=2, node=True, gated=True, node_state=state)], [vm("web-1", 1.0)])
+    assert plan["state"]["nodes"]["node-hv-1"] == {"opened_at": NOW}
 
 
 def test_a_gate_someone_else_set_is_never_opened():

@@ -190,25 +190,32 @@ def test_the_naive_script_touches_the_dedicated_vm_and_ours_does_not():
 
 # Targets the policy misses on the generated scenarios, each with its reason
 # from the code in docs/policy.md ("Targets and what is not met").
-KNOWN_MISSES = {"reversals_per_vm_per_10min"}
+KNOWN_MISSES = {"containment_p95_intervals"}
+# Metrics on which ours is worse than another policy, each with its reason in
+# docs/policy.md (the same section): the price of not flapping.
+KNOWN_TRADES = {"naive": {"contention_throttled_cpu_seconds", "idle_cpu_while_throttled"}}
 
 
 def test_on_the_generated_scenarios_our_policy_meets_its_targets_and_beats_the_others(tmp_path):
     """One run over every scenario but the 1,000-VM fleet (bench/policy.py
     replays that one): pooled, each target is met but those docs/policy.md
     says are missed and why, and against the naive script and the
-    Crane-style step policy ours is better on containment or precision,
-    worse on nothing else and misses no target they meet."""
+    Crane-style step policy ours is better on containment, precision and
+    reversals, worse on nothing but the trades docs/policy.md explains and
+    misses no target they meet."""
     simulation, _replayed = run.simulate(run.check_request({"scenario": ["all"], "report_dir": str(tmp_path)}))
     unmet = set(name for name, judged in simulation["verdict"]["targets"].items() if judged["met"] is False)
     assert unmet <= KNOWN_MISSES, unmet
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "policy.md")) as handle:
         docs = handle.read().split("Targets and what is not met")[1]
-    for name in unmet:
+    for name in unmet | set().union(*KNOWN_TRADES.values()):
         assert "`%s`" % name in docs.split("## Speed")[0], name
     assert simulation["verdict"]["targets"]["credit_error"]["value"] <= 0.01
     for other in ("naive", "crane_step"):
-        assert simulation["verdict"]["versus"][other]["wins"], simulation["verdict"]["versus"][other]
+        versus = simulation["verdict"]["versus"][other]
+        assert {"containment_p95_intervals", "culprit_precision", "reversals_per_vm_per_10min"} <= set(versus["better"])
+        assert set(versus["worse"]) <= KNOWN_TRADES.get(other, set()) and not versus["missed_where_it_meets"], versus
+        assert versus["wins"] == (not versus["worse"])
     diurnal = simulation["scenarios"]["diurnal"]["policies"]["overcommit"]
     assert diurnal["throttled_cpu_seconds"] == 0 and diurnal["actions"].get("gate")  # gates, never throttles
     json.dumps(simulation)
