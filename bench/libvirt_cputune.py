@@ -25,23 +25,12 @@ import tempfile
 import libvirt
 import yaml
 
+from lab_guests import GUEST_XML, IDLE_BOOT_SECTOR
 from timing import ROOT, timed_playbook
 
 URI = "qemu:///system"
 PREFIX = "oc-lab-bench-"
 CAP_CPUS = 0.5
-GUEST_XML = """<domain type='qemu'>
-  <name>{name}</name>
-  <memory unit='MiB'>16</memory>
-  <vcpu placement='static'>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{disk}'/>
-      <target dev='hda' bus='ide'/></disk>
-  </devices>
-</domain>"""
-IDLE_BOOT_SECTOR = b"\xfa\xf4\xeb\xfd" + bytes(506) + b"\x55\xaa"
 
 
 def make_guests(conn, count, disk_dir):

@@ -31,9 +31,9 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
   credits_earned     let it burst again once it has earned enough;
   relax              after a calm period and a cooldown, raise a cap one step
                      (relax_step_share of its vCPUs a cycle; while the VM
-                     still presses its cap, a whole step only, and only
-                     while idle_guard_share of the pool stayed idle in each of
-                     the last trigger_m cycles); on a
+                     still presses its cap, a whole step only, and only while
+                     idle_guard_share of the pool stays idle after it, in each
+                     of the last trigger_m cycles); on a
                      host still contended, only the caps of VMs that are no
                      longer culprits;
   restore            when a step would reach the VM's vCPUs, restore exactly;
@@ -869,13 +869,13 @@ class Cycle(object):
                 new_cap, why = cap + step, "it uses %.2f of its %g CPUs" % (vm["used"], cap)
                 context = "host calm for %d s" % calm_for
             else:
-                # Only into CPU so idle, in each of the last trigger_m cycles,
-                # that the work-conservation guard would not let it be capped
-                # (idle_guard_share), and a whole step or nothing: growing
-                # into less is cut again when the others' lull ends, a flap.
-                lasting = min(idle_seen)
-                if len(idle_seen) < params["trigger_m"] or lasting < params["idle_guard_share"] * host["pool"] \
-                        or min(room, lasting - params["headroom_share"] * host["pool"] - grown) < step:
+                # A whole step or nothing, and only while the pool keeps the
+                # idle CPU at which the work-conservation guard would not let
+                # it be capped (idle_guard_share) in each of the last trigger_m
+                # cycles: grown into less, it takes the others' CPU when their
+                # lull ends, or makes them queue, and is cut again: a flap.
+                guard = params["idle_guard_share"] * host["pool"]
+                if len(idle_seen) < params["trigger_m"] or min(room, min(idle_seen) - guard - grown) < step:
                     continue
                 room -= step
                 grown += step

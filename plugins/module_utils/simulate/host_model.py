@@ -10,9 +10,16 @@ free). Dedicated VMs run on their own pinned cores, outside the shared pool.
 What a VM wanted and did not get is its steal (vCPU delay); the part a cap
 withheld shows as steal too, as CFS throttling does in a guest. The host's
 CPU pressure (PSI cpu `some`: the share of time at least one runnable
-thread waits) is modelled as the CPUs' worth of waiting, saturating at one
-whole thread (once a CPU's worth waits, some thread always waits), averaged
-like the kernel's avg10 and avg60 (exponentially, over 10 s and 60 s).
+thread waits) is modelled from the CPUs' worth of waiting w as 1 - e^-w
+(waits that fall at random overlap), averaged like the kernel's avg10 and
+avg60 (exponentially, over 10 s and 60 s).
+
+The fluid share-out says a VM that wants less than its fair share never
+waits; on a real host its vCPUs wait whenever they wake to find every CPU
+busy. A VM whose vCPUs sleep (it wants less than all of them) waits
+QUEUE_DELAY of what it runs times the chance that the others' busy CPUs
+fill the pool's last one (queue_wait), fitted on the lab's cores
+(bench/host_queueing.py, measured beside modelled in docs/policy.md).
 Time a cap withholds counts as host pressure, as the kernel counts it: a
 throttled vCPU thread stays runnable and waits out the period (measured on
 the lab's cgroup v1 host, docs/policy.md)."""
@@ -48,13 +55,39 @@ def share_out(capacity, demands, weights):
     return allocation
 
 
+# The wait of a waking vCPU that finds every CPU of the pool busy, as a share
+# of what it runs: fitted on the lab by bench/host_queueing.py (docs/policy.md,
+# "The host model").
+QUEUE_DELAY = 1.06
+
+
+def queue_wait(queue_delay, used, others_busy, pool):
+    """CPUs' worth of waiting of a VM whose vCPUs sleep and wake (it wants
+    less than its vCPUs), beyond what the fluid share-out withholds: each time
+    they wake they find every CPU busy with the chance that the others' busy
+    CPUs fill the last one too (others_busy less pool - 1, between 0 and 1),
+    and then wait queue_delay of what they run. Measured on 2 cores only: on a
+    bigger pool, VMs that wake independently may find it full sooner."""
+    full = min(1.0, max(0.0, others_busy - (pool - 1.0)))
+    return queue_delay * used * full
+
+
+def pressure_some(waiting):
+    """PSI `some` (%) of `waiting` CPUs' worth of waiting threads. It is the
+    share of time at least one thread waits: waits that fall at random
+    overlap, so a CPU's worth of them leaves a third of the time with nobody
+    waiting (the lab's figures, docs/policy.md)."""
+    return 100.0 * (1.0 - math.exp(-waiting))
+
+
 class HostModel(object):
     """One host's CPU across intervals: its pool, the VMs' caps, and the
     pressure averages that carry over from one interval to the next."""
 
-    def __init__(self, name, cpus, interval_seconds):
+    def __init__(self, name, cpus, interval_seconds, queue_delay=QUEUE_DELAY):
         self.name = name
         self.cpus = float(cpus)
+        self.queue_delay = queue_delay
         self.avg10 = 0.0
         self.avg60 = 0.0
         self.decay10 = math.exp(-interval_seconds / 10.0)
@@ -63,7 +96,8 @@ class HostModel(object):
     def run(self, vms, demands, caps):
         """One interval. vms: [(vcpus, dedicated, weight)], demands: CPUs each VM
         wants, caps: each VM's cap in CPUs or None. Returns (used, steal,
-        contention steal) per VM; updates the pressure averages."""
+        contention steal: the part no cap of its own explains, queue waits
+        included) per VM; updates the pressure averages."""
         count = len(vms)
         wants = [0.0] * count
         shared, shared_wants, weights = [], [], []
@@ -87,12 +121,47 @@ class HostModel(object):
                 used[index] = allocation[position]
                 contention[index] = shared_wants[position] - allocation[position]
         steal = [wants[i] - used[i] for i in range(count)]
+        if self.queue_delay and shared and pool > 0:
+            busy = sum(used[index] for index in shared)
+            for position, index in enumerate(shared):
+                if wants[index] >= vms[index][0] - 1e-9 or (caps[index] is not None and caps[index] <= wants[index]):
+                    continue  # a vCPU that never sleeps never wakes to a full host; a cap's wait is steal already
+                wait = queue_wait(self.queue_delay, used[index], busy - used[index], pool)
+                steal[index] += wait
+                contention[index] += wait
         # A capped VM's vCPUs wait out each throttled period, and the kernel
         # counts that wait as the host's CPU pressure (cgroup v1, measured on
         # the lab: docs/policy.md), so pressure is every VM's wait, the caps'
         # included.
-        waiting = sum(steal)
-        some = 100.0 * min(1.0, waiting)
+        some = pressure_some(sum(steal))
         self.avg10 = self.avg10 * self.decay10 + some * (1.0 - self.decay10)
         self.avg60 = self.avg60 * self.decay60 + some * (1.0 - self.decay60)
         return used, steal, contention
+
+
+# -- calibration (bench/host_queueing.py measures, these fit)
+
+def lab_point(cpus, point, queue_delay):
+    """The model on one of bench/host_queueing.py's loads: a light VM of one
+    vCPU wanting `demand`, `spinners` VMs each spinning one vCPU, and what the
+    host itself ran (`background`, CPUs) as one more consumer; all weighted
+    alike, as libvirt's default shares are. Returns the light VM's steal, the
+    spinners' mean use (None without any) and the host's PSI some (%)."""
+    spinners = point["spinners"]
+    model = HostModel("lab", cpus, 10.0, queue_delay=queue_delay)
+    vms = [(1, False, 1.0)] + [(1, False, 1.0)] * spinners + [(cpus, False, 1.0)]
+    demands = [point["demand"]] + [1.0] * spinners + [point["background"]]
+    used, steal, _contention = model.run(vms, demands, [None] * len(vms))
+    return steal[0], (sum(used[1:1 + spinners]) / spinners if spinners else None), pressure_some(sum(steal))
+
+
+def fit_queue_delay(cpus, points):
+    """The queue_delay that brings the model's steal of the light VM closest
+    to the delay measured (least squares over the points)."""
+    numerator = denominator = 0.0
+    for point in points:
+        fluid = lab_point(cpus, point, 0.0)[0]
+        per_unit = lab_point(cpus, point, 1.0)[0] - fluid
+        numerator += (point["delay"] - fluid) * per_unit
+        denominator += per_unit * per_unit
+    return numerator / denominator if denominator else 0.0

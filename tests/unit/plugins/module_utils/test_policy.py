@@ -344,8 +344,8 @@ def test_a_culprit_pressing_its_cap_grows_a_whole_step_only_into_cpu_that_stayed
     plan = cycle([2.0, 2.0])
     assert kinds(plan) == [("relax", "batch-1")] and plan["actions"][0]["cpus"] == pytest.approx(3.8)
     assert "idle in each of the last 3 cycles" in plan["actions"][0]["reason"]
-    # 0.9 idle stayed over the guard, but leaves less than a step (0.8) past the 2 % headroom.
-    assert cycle([0.9, 0.9], web_used=1.367)["actions"] == []
+    # 1.5 CPUs stayed idle, but a step (0.8) would leave less than the guard (0.8) idle.
+    assert cycle([1.5, 1.5], web_used=3.5 / 3)["actions"] == []
 
 
 def test_the_last_step_is_the_exact_restore():
