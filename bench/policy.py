@@ -14,12 +14,17 @@ the baselines they are held to, in one run:
              in lockstep (the module's default), per policy.
   scenarios  (with --scenarios) every generated scenario including the fleet,
              in one run, with the table of metrics and the verdict.
+  sensitivity  (--sensitivity, alone) the targets our policy misses, pooled
+             over every scenario but the fleet, with each parameter moved
+             to -25 % and +25 % of its default, the others at theirs.
 
     source scripts/lib.sh
     $VENV/bin/python bench/policy.py [--hosts 1000 --vms-per-host 10] [--scenarios]
+    $VENV/bin/python bench/policy.py --sensitivity
 """
 
 import argparse
+import math
 import os
 import random
 import statistics
@@ -30,7 +35,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy  # noqa: E402
-from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, run, scenarios  # noqa: E402
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError  # noqa: E402
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, metrics, run, scenarios  # noqa: E402
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.controllers import NaiveThreshold  # noqa: E402
 
 NOW = 1_700_000_000
@@ -140,13 +146,79 @@ def bench_scenarios():
         print("  %-20s targets not met: %s" % (name, ", ".join(unmet) or "none"))
 
 
+SENSITIVITY_COLUMNS = (("containment_p95_intervals", "p95"), ("culprit_precision", "precision"),
+                       ("reversals_per_vm_per_10min", "reversals"), ("dedicated_touched", "dedicated"),
+                       ("idle_cpu_while_throttled", "idle"), ("gate_toggles_per_node_hour", "toggles"),
+                       ("throttled_share_without_culprit", "no-culprit"))
+
+
+def pooled(traces, params):
+    """Our policy's figures pooled over `traces` with `params`, and the
+    targets it misses."""
+    raws = [engine.simulate(trace, [policy.NAME], params, plot_points=1)["raw"][policy.NAME] for trace in traces]
+    figures = metrics.figures(raws)
+    misses = sorted(name for name, target in metrics.TARGETS.items() if metrics.meets(figures.get(name), target) is False)
+    return figures, misses
+
+
+def varied(name, default, factor):
+    """The parameter moved by `factor` (an integer moved at least by one, as
+    far as the factor goes), inside its range; None where it cannot move."""
+    _default, low, high, _what = policy.PARAMETERS[name]
+    value = default * factor
+    if name in policy.INTEGER_PARAMETERS:
+        value = int(math.floor(value)) if factor < 1 else int(math.ceil(value))
+    value = max(low, value) if low is not None else value
+    value = min(high, value) if high is not None else value
+    return None if value == default else value
+
+
+def sensitivity_row(label, value, figures, misses, baseline):
+    cells = ["%-9s" % ("n/a" if figures.get(key) is None else "%g" % figures[key]) for key, _title in SENSITIVITY_COLUMNS]
+    changed = sorted(set(misses) ^ set(baseline))
+    verdict = "misses " + ", ".join(misses) if misses else "meets all"
+    if changed:
+        verdict += " (differs: %s)" % ", ".join(changed)
+    return "  %-24s %-8s %s %s" % (label, value, " ".join(cells), verdict)
+
+
+def bench_sensitivity():
+    started = time.perf_counter()
+    traces = [scenarios.generate(name, 1) for name in scenarios.SMALL]
+    defaults = policy.parameters()
+    figures, baseline = pooled(traces, None)
+    print("each parameter at -25 % and +25 % of its default, the others at theirs; every scenario but the fleet,"
+          " pooled:")
+    print("  %-24s %-8s %s targets" % ("parameter", "value", " ".join("%-9s" % title for _key, title in SENSITIVITY_COLUMNS)))
+    print(sensitivity_row("(all at their defaults)", "", figures, baseline, baseline))
+    for name in sorted(policy.PARAMETERS):
+        for factor in (0.75, 1.25):
+            value = varied(name, defaults[name], factor)
+            if value is None:
+                print("  %-24s %-8s cannot move from %g" % (name, "", defaults[name]))
+                continue
+            try:
+                params = policy.parameters(dict(defaults, **{name: value}))
+            except ValueRangeError as error:
+                print("  %-24s %-8g refused: %s" % (name, value, error))
+                continue
+            figures, misses = pooled(traces, params)
+            print(sensitivity_row(name, "%g" % value, figures, misses, baseline))
+    print("  (%.0f s)" % (time.perf_counter() - started))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--vms-per-host", type=int, default=10)
     parser.add_argument("--no-replay", action="store_true", help="skip the 24 h fleet replay")
     parser.add_argument("--scenarios", action="store_true", help="also run every scenario with the fleet")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="only the sensitivity table: each parameter at -25 %% and +25 %% of its default")
     args = parser.parse_args()
+    if args.sensitivity:
+        bench_sensitivity()
+        return
     bench_decision(args.hosts, args.vms_per_host)
     if not args.no_replay:
         bench_replay()

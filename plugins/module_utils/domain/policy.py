@@ -38,7 +38,8 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
                      longer culprits;
   restore            when a step would reach the VM's vCPUs, restore exactly;
   release            a capped VM that was no culprit in trigger_n of the last
-                     trigger_m cycles is let go at once, without the calm
+                     trigger_m cycles (nor pressed its cap while wanting more
+                     than its entitlement) is let go at once, without the calm
                      period and cooldown (unless its cap flaps: a reversal
                      doubled its cooldown): restored exactly when it does not
                      press its cap, else raised a step each cycle;
@@ -819,9 +820,14 @@ class Cycle(object):
             want = wanted(vm)
             ents = ents or entitlements(host, vms, states)
             culprit = is_culprit(vm, want, ents[vm["key"]], params)
+            # A dip under the culprit thresholds is no release while the VM
+            # still presses its cap and wants more than its entitlement.
+            lingering = want >= params["busy_share"] * vm["cap"] and \
+                want - ents[vm["key"]] >= params["culprit_min_excess_cpus"]
             # Whether it was a culprit in each of the last trigger_m cycles
             # ("1": it was not), the same N of M a victim needs.
-            released = (state.get("released", "") + ("0" if culprit else "1"))[-params["trigger_m"]:]
+            holding = culprit or lingering
+            released = (state.get("released", "") + ("0" if holding else "1"))[-params["trigger_m"]:]
             state["released"] = released
             # The pool's idle CPU in each of the last trigger_m cycles: a
             # culprit still pressing its cap grows only into CPU that stayed
@@ -832,8 +838,8 @@ class Cycle(object):
                 continue
             # On a calm host every cap may be relaxed; on a contended one only
             # those of VMs that are no culprits now.
-            innocent = not calm and not culprit
-            if not calm and culprit:
+            innocent = not calm and not holding
+            if not calm and holding:
                 # A contended host keeps its culprits capped; a VM that no
                 # longer is one gets its CPU back, step by step, all the same.
                 state.pop("calm_since", None)

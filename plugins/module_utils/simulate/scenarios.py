@@ -76,6 +76,21 @@ class Builder(object):
             if culprit:
                 self.trace.culprit[key][index] = 1
 
+    def label_culprits_by_history(self, ratio=2.0, excess_share=0.25):
+        """Ground truth from each shared VM's own history, not from how its
+        demand was made: a culprit in the intervals it wants at least `ratio`
+        times its usual demand (its median over the trace) and at least
+        `excess_share` of its vCPUs more than that."""
+        for key, vm in self.trace.vms.items():
+            if vm["class"] != "shared":
+                continue
+            demand = self.trace.demand[key]
+            usual = sorted(demand)[len(demand) // 2]
+            line = max(ratio * usual, usual + excess_share * vm["vcpus"])
+            flags = self.trace.culprit[key]
+            for index, value in enumerate(demand):
+                flags[index] = 1 if value >= line else 0
+
     def daily_curve(self, low, high, phase=0.0):
         """A day's load shape from `low` (night) to `high` (afternoon)."""
         values = []
@@ -169,38 +184,46 @@ def dedicated_full_load(seed):
 
 
 def fleet(seed, hosts=50, vms_per_host=20, seconds=DAY):
-    """1,000 VMs on 50 hosts for a day: daily load (a fifth of the VMs busy
-    ones), noisy neighbours coming and going at random, a few burstable and
-    dedicated VMs."""
-    host_cpus = 32
-    build = Builder("fleet", seed, dict(("hv-%02d" % n, host_cpus) for n in range(1, hosts + 1)), seconds)
+    """About 1,000 VMs on 50 hosts of 16 to 48 CPUs for a day: daily load, a fifth
+    of the VMs busy ones (at 75 % to 98 % of their vCPUs at their peak, on
+    either side of the policy's flat-out line), noisy neighbours coming and
+    going at strengths from 60 % to all of their vCPUs, burstable VMs and
+    dedicated VMs pinned to their cores at a load that varies. A culprit is
+    whatever VM wants far above its own usual demand (its history), not what
+    the generator meant to be noisy."""
+    sizes = (16, 24, 32, 40, 48)
+    build = Builder("fleet", seed, {}, seconds)
     rng = build.rng
+    host_cpus = dict(("hv-%02d" % n, rng.choice(sizes)) for n in range(1, hosts + 1))
+    build.trace.hosts.update(host_cpus)
     for host_number in range(1, hosts + 1):
         host = "hv-%02d" % host_number
+        cpus = host_cpus[host]
         curve = build.daily_curve(0.25, 1.0, phase=rng.uniform(-2, 2))
         peak = rng.uniform(0.7, 1.0)
         specs = []
-        for number in range(1, vms_per_host + 1):
+        for number in range(1, max(4, int(round(vms_per_host * cpus / 32.0))) + 1):
             roll = rng.random()
             vm_class = "dedicated" if roll < 0.03 else "burstable" if roll < 0.10 else "shared"
             specs.append(("vm-%02d-%02d" % (host_number, number), vm_class, rng.choice((2, 4, 4, 8))))
         dedicated = sum(vcpus for _name, vm_class, vcpus in specs if vm_class == "dedicated")
         shared_vcpus = sum(vcpus for _name, vm_class, vcpus in specs if vm_class != "dedicated")
-        per_vcpu = peak * max(host_cpus - dedicated, 1) / shared_vcpus
+        per_vcpu = peak * max(cpus - dedicated, 1) / shared_vcpus
         for name, vm_class, vcpus in specs:
             if vm_class == "dedicated":
-                build.vm(host, name, vm_class, vcpus, vcpus * rng.uniform(0.5, 1.0), sigma=0.05)
+                build.vm(host, name, vm_class, vcpus, vcpus * rng.uniform(0.3, 0.9), sigma=0.3)
                 continue
             baseline = round(0.2 * vcpus, 2) if vm_class == "burstable" else None
             # A fifth of the VMs are busy ones, wanting twice the host's mean
-            # per vCPU (but never flat out, which is what the noisy do): those
-            # a noisy neighbour makes wait.
-            share = rng.uniform(1.8, 2.4) if rng.random() < 0.2 else rng.uniform(0.5, 1.1)
+            # per vCPU: those a noisy neighbour makes wait.
+            busy = rng.random() < 0.2
+            share = rng.uniform(1.8, 2.4) if busy else rng.uniform(0.5, 1.1)
             key = build.vm(host, name, vm_class, vcpus, per_vcpu * vcpus * share, sigma=0.08,
-                           curve=curve, baseline_cpus=baseline, ceiling=0.8)
+                           curve=curve, baseline_cpus=baseline, ceiling=rng.uniform(0.75, 0.98) if busy else 0.8)
             if vm_class == "shared" and rng.random() < 0.08:
                 start = rng.uniform(0, seconds - 2 * HOUR)
-                build.burst(key, start, start + rng.uniform(1200, 7200), 0.95 * vcpus)
+                build.burst(key, start, start + rng.uniform(1200, 7200), rng.uniform(0.6, 1.0) * vcpus, culprit=False)
+    build.label_culprits_by_history()
     return build.trace
 
 

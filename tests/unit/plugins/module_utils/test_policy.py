@@ -394,6 +394,14 @@ def test_a_former_culprit_still_pressing_its_cap_is_released_a_step_a_cycle():
     assert plan["actions"][0]["rule"] == "release" and plan["actions"][0]["cpus"] == pytest.approx(3.8)
 
 
+def test_a_vm_just_under_the_culprit_lines_that_presses_its_cap_above_its_entitlement_is_held():
+    # Wants 7.0 of 8 vCPUs (flat out is 7.2) and 1.5x its entitlement of 4.6 (a culprit at 3x): no
+    # culprit by either line, but it presses its cap of 3 and wants 2.4 CPUs more than its share.
+    plan = decide([host()], contended_with(capped_culprit(3.0, 4.0, calm_since=NOW - 600, released="11")))
+    assert plan["actions"] == [], plan["actions"]  # neither released nor raised as an innocent
+    assert plan["state"]["vms"]["hv-1/batch-1"]["released"] == "110"
+
+
 def test_one_cycle_without_being_a_culprit_releases_nothing_before_the_cooldown():
     plan = decide([host()], contended_with(capped_culprit(1.0, 0.2, changed_at=NOW - 100)))
     assert plan["actions"] == []
