@@ -8,8 +8,8 @@ the baselines they are held to, in one run:
              neighbours, waiting victims), some caps being relaxed, burstable
              VMs with credits, a node per host. Beside it, the naive
              threshold script deciding on the same snapshot; target < 1 s.
-  replay     the simulator replaying the 1,000-VM, 24 h scenario at 10 s
-             intervals (8.64 million VM-intervals) with our policy; target
+  replay     the simulator replaying the fleet scenario (about 1,000 VMs,
+             24 h at 10 s intervals, about 9 million VM-intervals) with our policy; target
              < 2 minutes. Beside it, the same replay with all four policies
              in lockstep (the module's default), per policy.
   scenarios  (with --scenarios) every generated scenario including the fleet,
