@@ -57,7 +57,7 @@ def share_out(capacity, demands, weights):
 
 # The wait of a waking vCPU that finds every CPU of the pool busy, as a share
 # of what it runs: fitted on the lab by bench/host_queueing.py (docs/policy.md,
-# "The host model").
+# "The model of a host").
 QUEUE_DELAY = 1.06
 
 

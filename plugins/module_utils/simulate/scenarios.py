@@ -6,9 +6,10 @@ seed give the same trace, byte for byte.
 
 Demand is a VM's level times a daily curve (where a scenario has one) times
 slow noise (an AR(1) process: load drifts, it does not jump every 10 s),
-clipped to the VM's vCPUs. A noisy neighbour wants nearly all its vCPUs
-while it is noisy and is marked as the ground-truth culprit for those
-intervals only."""
+clipped to the VM's vCPUs. In the small scenarios a noisy neighbour wants
+nearly all its vCPUs while it is noisy and is marked as the ground-truth
+culprit for those intervals only; in the fleet the ground truth comes from
+each VM's own history (label_culprits_by_history)."""
 
 from __future__ import absolute_import, division, print_function
 
