@@ -234,8 +234,10 @@ def serve(path):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
-    os.rename(path + ".tmp", path)
+    # Listening before the path appears: a client waits for the path, and one
+    # that connected between the rename and listen() was refused.
     listener.listen(16)
+    os.rename(path + ".tmp", path)
     while True:
         conn = listener.accept()[0]
         if os.fork() == 0:
