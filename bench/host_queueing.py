@@ -46,6 +46,7 @@ import lab_guests
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient  # noqa: E402
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import host_model  # noqa: E402
 
 URI = "qemu:///system"
@@ -71,19 +72,19 @@ def host_counters():
     return {"busy": (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK"), "some": some_total / 1e6}
 
 
-def domain_counters(conn, domains):
-    stats = conn.domainListGetStats(domains, libvirt.VIR_DOMAIN_STATS_CPU_TOTAL | libvirt.VIR_DOMAIN_STATS_VCPU)
-    return dict((domain.name(), (st.get("cpu.time", 0) / 1e9,
-                                 sum(v for k, v in st.items() if k.startswith("vcpu.") and k.endswith(".delay")) / 1e9))
-                for domain, st in stats)
+def domain_counters(client, domains):
+    """{name: (CPU seconds used, vCPU seconds waited)} of each domain, from the
+    collection's own libvirt client (one domain-stats call for all)."""
+    return dict((name, (sample["cpu_time"] / 1e9, sample["vcpu_delay"] / 1e9))
+                for name, sample in client.cpu_samples(domains).items())
 
 
-def measure(conn, domains, seconds):
+def measure(client, domains, seconds):
     """CPUs used and vCPU delay of each domain, the host's busy CPUs and its
     pressure (share of time some task waited), over `seconds`."""
-    before, host_before, start = domain_counters(conn, domains), host_counters(), time.monotonic()
+    before, host_before, start = domain_counters(client, domains), host_counters(), time.monotonic()
     time.sleep(seconds)
-    after, host_after, elapsed = domain_counters(conn, domains), host_counters(), time.monotonic() - start
+    after, host_after, elapsed = domain_counters(client, domains), host_counters(), time.monotonic() - start
     rates = dict((name, ((after[name][0] - before[name][0]) / elapsed, (after[name][1] - before[name][1]) / elapsed))
                  for name in after)
     return rates, (host_after["busy"] - host_before["busy"]) / elapsed, \
@@ -114,7 +115,8 @@ def set_spinners(conn, count):
 
 
 def run(seconds, repeat, settle=4.0):
-    conn = libvirt.open(URI)
+    client = LibvirtClient(URI)
+    conn = client.conn
     cpus = os.cpu_count()
     points = []
     with tempfile.TemporaryDirectory(prefix="oc-queueing-") as disk_dir:
@@ -122,11 +124,11 @@ def run(seconds, repeat, settle=4.0):
             set_spinners(conn, 0)
             probe = light_guest(conn, disk_dir, PROBE_LOOPS)
             time.sleep(settle)
-            (probe_used, _delay), = [measure(conn, [probe], seconds)[0][LIGHT]]
+            (probe_used, _delay), = [measure(client, [probe], seconds)[0][LIGHT]]
             stop(probe)
             idle_guest = light_guest(conn, disk_dir, 1)
             time.sleep(settle)
-            (timer_used, _delay), = [measure(conn, [idle_guest], seconds)[0][LIGHT]]
+            (timer_used, _delay), = [measure(client, [idle_guest], seconds)[0][LIGHT]]
             stop(idle_guest)
             for level in LEVELS:
                 loops = int(PROBE_LOOPS * (level - timer_used) / max(probe_used - timer_used, 1e-3))
@@ -137,7 +139,7 @@ def run(seconds, repeat, settle=4.0):
                         set_spinners(conn, spinners)
                         time.sleep(settle)
                         domains = [guest] + [conn.lookupByName(name) for name in SPINNERS[:spinners]]
-                        rates, busy, some = measure(conn, domains, seconds)
+                        rates, busy, some = measure(client, domains, seconds)
                         used, delay = rates[LIGHT]
                         if spinners == 0:
                             alone = used
