@@ -80,6 +80,27 @@ def pytest_collection_finish(session):
                                     "pytest and pytest-xdist versions in requirements.txt" % (len(lost), lost[0]))
 
 
+def pytest_sessionstart(session):
+    # Once per run, before any worker starts: a rollout run stopped before
+    # its own clean-up (a killed test or CI job) leaves throwaway domains and
+    # VMs on the lab's shared servers, where host-wide selections (every
+    # domain of a class) would find them.
+    if hasattr(session.config, "workerinput") or session.config.getoption("collectonly"):
+        return
+    from rollout import rollout_fixture
+
+    saved = dict(os.environ)
+    os.environ.update(LAB)  # where rollout_fixture finds the servers
+    try:
+        rollout_fixture.down()
+    except Exception as exc:  # a server that is down fails its own tests, with its log
+        session.config.issue_config_time_warning(
+            pytest.PytestWarning("could not remove what earlier rollout runs left on the lab: %r" % exc), stacklevel=2)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def lab():
     """The lab's connection details, as written by `lab up`."""

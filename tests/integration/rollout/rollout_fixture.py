@@ -10,6 +10,7 @@ terminating), everything in them is deleted.
     python rollout_fixture.py up RUN STATE.json UNIT...   create, write what was made
     python rollout_fixture.py read STATE.json             print every object's state as JSON
     python rollout_fixture.py down RUN                    delete what RUN made (if anything)
+    python rollout_fixture.py down --every-run            delete what any run made and left behind
 """
 
 import json
@@ -167,10 +168,14 @@ def read(state):
     return out
 
 
-def down(run):
+def down(run=None):
+    """Delete what RUN made, or with RUN None what every run made: a run
+    stopped before its own `down` (a killed test, a timed-out CI job) leaves
+    domains and VMs that host-wide selections, such as every domain of a
+    class, would otherwise find."""
     api = kube()
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    selector = "%s=%s" % (RUN_LABEL, run)
+    selector = RUN_LABEL if run is None else "%s=%s" % (RUN_LABEL, run)
     for kubevirt in custom.list_namespaced_custom_object(GROUP, VERSION, CR_NAMESPACE, "kubevirts",
                                                          label_selector=selector)["items"]:
         custom.delete_namespaced_custom_object(GROUP, VERSION, CR_NAMESPACE, "kubevirts", kubevirt["metadata"]["name"])
@@ -181,7 +186,7 @@ def down(run):
                                                        label_selector=selector)["items"]:
             custom.delete_namespaced_custom_object(GROUP, VERSION, namespace.metadata.name, "virtualmachines",
                                                    vm["metadata"]["name"])
-    prefix = "oc-ro-%s-" % run
+    prefix = "oc-ro-" if run is None else "oc-ro-%s-" % run
     conn = hypervisor()
     try:
         for domain in conn.listAllDomains():
@@ -207,7 +212,7 @@ def main(argv):
         with open(argv[2]) as handle:
             print(json.dumps(read(json.load(handle)), sort_keys=True))
     elif argv[1] == "down":
-        down(argv[2])
+        down(None if argv[2] == "--every-run" else argv[2])
     else:
         raise SystemExit(__doc__)
 
