@@ -34,7 +34,6 @@ defined). Nothing else may load the host while it runs.
 import argparse
 import json
 import os
-import struct
 import sys
 import tempfile
 import time
@@ -53,14 +52,6 @@ URI = "qemu:///system"
 LIGHT = "oc-lab-duty-1"
 SPINNERS = ("oc-lab-busy-1", "oc-lab-busy-2", "oc-lab-busy-3")
 LEVELS = (0.25, 0.5)
-# cli; PIT channel 0 at 100 Hz (divisor 11932); sti; then forever: hlt until
-# the next tick, count ECX down from LOOPS.
-PROGRAM = (bytes.fromhex("fab036e643b09ce640b02ee640fbf466b9"), bytes.fromhex("664975fcebf3"))
-PROBE_LOOPS = 600000
-
-
-def duty_boot_sector(loops):
-    return lab_guests.boot_sector(PROGRAM[0] + struct.pack("<I", loops) + PROGRAM[1])
 
 
 def host_counters():
@@ -94,8 +85,8 @@ def measure(client, domains, seconds):
 def light_guest(conn, disk_dir, loops):
     disk = os.path.join(disk_dir, "%s-%d.img" % (LIGHT, loops))
     with open(disk, "wb") as handle:
-        handle.write(duty_boot_sector(loops))
-    return conn.createXML(lab_guests.GUEST_XML.format(name=LIGHT, disk=disk), 0)
+        handle.write(lab_guests.duty_boot_sector(loops))
+    return conn.createXML(lab_guests.guest_xml(LIGHT, disk), 0)
 
 
 def stop(domain):
@@ -122,7 +113,7 @@ def run(seconds, repeat, settle=4.0):
     with tempfile.TemporaryDirectory(prefix="oc-queueing-") as disk_dir:
         try:
             set_spinners(conn, 0)
-            probe = light_guest(conn, disk_dir, PROBE_LOOPS)
+            probe = light_guest(conn, disk_dir, lab_guests.PROBE_LOOPS)
             time.sleep(settle)
             (probe_used, _delay), = [measure(client, [probe], seconds)[0][LIGHT]]
             stop(probe)
@@ -131,7 +122,7 @@ def run(seconds, repeat, settle=4.0):
             (timer_used, _delay), = [measure(client, [idle_guest], seconds)[0][LIGHT]]
             stop(idle_guest)
             for level in LEVELS:
-                loops = int(PROBE_LOOPS * (level - timer_used) / max(probe_used - timer_used, 1e-3))
+                loops = lab_guests.duty_loops(level, probe_used, timer_used)
                 guest = light_guest(conn, disk_dir, loops)
                 for _round in range(repeat):
                     alone = None

@@ -1,12 +1,17 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The guests the benchmarks run on the lab's libvirtd: one vCPU, no OS, a
-512-byte boot sector as their whole disk."""
+512-byte boot sector as their whole disk. A spinner wants a whole CPU; a
+duty guest wants part of one, the same work at every 100 Hz timer tick
+whatever the host does."""
+
+import struct
+import time
 
 GUEST_XML = """<domain type='qemu'>
   <name>{name}</name>
   <memory unit='MiB'>16</memory>
-  <vcpu placement='static'>1</vcpu>
+  <vcpu placement='static'{cpuset}>1</vcpu>{metadata}
   <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
@@ -14,6 +19,19 @@ GUEST_XML = """<domain type='qemu'>
       <target dev='hda' bus='ide'/></disk>
   </devices>
 </domain>"""
+# The class element as the collection reads it.
+CLASS_METADATA = """
+  <metadata>
+    <oc:vm xmlns:oc="https://overcommit.control/xmlns/vm/1"><oc:class>{vm_class}</oc:class></oc:vm>
+  </metadata>"""
+
+
+def guest_xml(name, disk, vm_class=None, cpus=None):
+    """A one-vCPU guest booting `disk`; with `vm_class`, of that class; with
+    `cpus` (host CPU ids), its vCPU and emulator threads held to them."""
+    return GUEST_XML.format(name=name, disk=disk,
+                            cpuset=" cpuset='%s'" % ",".join(str(c) for c in cpus) if cpus else "",
+                            metadata=CLASS_METADATA.format(vm_class=vm_class) if vm_class else "")
 
 
 def boot_sector(code):
@@ -23,3 +41,28 @@ def boot_sector(code):
 
 # cli; hlt; jmp back: halts for good.
 IDLE_BOOT_SECTOR = boot_sector(b"\xfa\xf4\xeb\xfd")
+# jmp $: spins for good.
+SPIN_BOOT_SECTOR = boot_sector(b"\xeb\xfe")
+# cli; PIT channel 0 at 100 Hz (divisor 11932); sti; then forever: hlt until
+# the next tick, count ECX down from a number of loops.
+DUTY_PROGRAM = (bytes.fromhex("fab036e643b09ce640b02ee640fbf466b9"), bytes.fromhex("664975fcebf3"))
+# Loops of the probe that measures what one loop costs on this host.
+PROBE_LOOPS = 600000
+
+
+def duty_boot_sector(loops):
+    return boot_sector(DUTY_PROGRAM[0] + struct.pack("<I", loops) + DUTY_PROGRAM[1])
+
+
+def cpu_rate(client, domain, seconds):
+    """CPUs `domain` used over `seconds`, from the collection's libvirt client."""
+    before = client.cpu_samples([domain])[domain.name()]
+    time.sleep(seconds)
+    after = client.cpu_samples([domain])[domain.name()]
+    return (after["cpu_time"] - before["cpu_time"]) / 1e9 / (after["at"] - before["at"])
+
+
+def duty_loops(level, probe_used, timer_used):
+    """Loops per tick for a duty guest to use `level` CPUs, given what the
+    probe (PROBE_LOOPS) and the bare timer (1 loop) used alone."""
+    return max(1, int(PROBE_LOOPS * (level - timer_used) / max(probe_used - timer_used, 1e-3)))

@@ -25,7 +25,7 @@ import tempfile
 import libvirt
 import yaml
 
-from lab_guests import GUEST_XML, IDLE_BOOT_SECTOR
+from lab_guests import IDLE_BOOT_SECTOR, guest_xml
 from timing import ROOT, timed_playbook
 
 URI = "qemu:///system"
@@ -39,7 +39,7 @@ def make_guests(conn, count, disk_dir):
         disk = os.path.join(disk_dir, name + ".img")
         with open(disk, "wb") as handle:
             handle.write(IDLE_BOOT_SECTOR)
-        domain = conn.defineXML(GUEST_XML.format(name=name, disk=disk))
+        domain = conn.defineXML(guest_xml(name, disk))
         domain.create()
     return names
 

@@ -365,6 +365,11 @@ def floor_of(vm, params):
     return max(floor, vm.get("min_cap") or 0.0)
 
 
+# A VM that uses and waits for less CPU than this is idle: it takes no part
+# in the share-out of the pool (a guest's idle housekeeping, its timer ticks).
+IDLE_CPUS = 0.05
+
+
 def weights(vms):
     """{VM key: its CPU weight} for the shared VMs of one host: the weights
     the host's scheduler gives them when every one of them has one (libvirt's
@@ -398,11 +403,14 @@ def pool_vms(vms):
 def entitlements(host, vms, states=None):
     """CPUs each VM is entitled to under contention: what it says it was
     sold (`entitled_cpus`), else its weight's share of the shared pool (as
-    weighted CFS shares it out); a burstable VM with credits may burst, at
-    zero credits it is entitled to its baseline."""
+    weighted CFS shares it out) among the VMs that are not idle: CFS gives
+    an idle VM's share to the others, so it does not shrink theirs. A
+    burstable VM with credits may burst, at zero credits it is entitled to
+    its baseline."""
     pool = shared_pool(host, vms)
     weight_of = weights(vms)
-    total_weight = sum(weight_of.values()) or 1.0
+    active = [key for key, vm in ((vm["key"], vm) for vm in vms) if key in weight_of and wanted(vm) >= IDLE_CPUS]
+    total_weight = sum(weight_of[key] for key in active) or sum(weight_of.values()) or 1.0
     result = {}
     for vm in vms:
         if vm["entitled"] is not None:

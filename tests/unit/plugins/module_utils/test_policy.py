@@ -232,6 +232,30 @@ def test_one_vm_without_a_weight_weights_them_all_by_vcpus():
     assert policy.weights(views) == {"hv-1/low": 2.0, "hv-1/web-1": 2.0, "hv-1/web-2": 2.0}
 
 
+def idle_diluted_host(busy_used=1.2):
+    """4 CPUs: web-1 and web-2 take busy_used each and wait 0.5, web-3 wants
+    0.8 and waits, six idle 2-vCPU VMs want almost nothing."""
+    waiting = {"hist": "11"}
+    return [vm("web-1", busy_used, 0.5, state=dict(waiting)), vm("web-2", busy_used, 0.5, state=dict(waiting)),
+            vm("web-3", 0.6, 0.2, state=dict(waiting))] + [vm("idle-%d" % n, 0.01) for n in range(1, 7)]
+
+
+def test_idle_vms_do_not_shrink_their_busy_neighbours_entitlements():
+    # Weighted over all nine VMs the busy ones would be entitled to 0.44 CPU and,
+    # wanting 1.7, culprits; CFS gives the idle VMs' shares to the three that want CPU.
+    views = [policy.vm_view(entry, i) for i, entry in enumerate(idle_diluted_host())]
+    ents = policy.entitlements(policy.host_view(host(cpus=4)), views)
+    assert ents["hv-1/web-1"] == pytest.approx(4 / 3.0)
+    plan = decide([host(cpus=4)], idle_diluted_host())
+    assert plan["actions"] == [] and "nothing throttled" in plan["notes"][-1]["note"]
+
+
+def test_a_busy_vm_running_flat_out_beside_idle_vms_is_still_a_culprit():
+    # web-1 and web-2 at 1.5 + 0.5 want all of their 2 vCPUs: flat out, above 4/3.
+    plan = decide([host(cpus=4)], idle_diluted_host(busy_used=1.5))
+    assert sorted(kinds(plan)) == [("throttle", "web-1"), ("throttle", "web-2")]
+
+
 def test_dedicated_vms_are_never_touched_even_when_they_use_the_most():
     # 12 CPUs, 8 pinned to rt-1: the shared pool is the other 4, and it is full.
     vms = [vm("rt-1", 8.0, 0.0, vcpus=8, cls="dedicated"), vm("batch-1", 2.6, 1.9, vcpus=4)] + \
