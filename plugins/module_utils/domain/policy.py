@@ -409,7 +409,7 @@ def entitlements(host, vms, states=None):
     its baseline."""
     pool = shared_pool(host, vms)
     weight_of = weights(vms)
-    active = [key for key, vm in ((vm["key"], vm) for vm in vms) if key in weight_of and wanted(vm) >= IDLE_CPUS]
+    active = [vm["key"] for vm in vms if vm["key"] in weight_of and wanted(vm) >= IDLE_CPUS]
     total_weight = sum(weight_of[key] for key in active) or sum(weight_of.values()) or 1.0
     result = {}
     for vm in vms:
