@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from lab_logs import LAB_HOME, fail_with_log
+from run_module import run_module
 
 
 def _load_lab_env():
@@ -250,3 +251,14 @@ def noisy_kubevirt(lab, kube_admin):
     contention.stop()
     metrics.stop()
     fleet.cleanup()
+
+
+@pytest.fixture
+def run_as(lab):
+    """run_as(identity, module, args, check=False, diff=False): the module's
+    result, run with ansible-playbook as one of the lab's identities."""
+    def run(identity, module, args, **options):
+        args = dict(args, kubeconfig=lab["OVERCOMMIT_KUBECONFIG_" + identity.upper()])
+        return run_module(module, args, **options)
+
+    return run

@@ -29,3 +29,19 @@ def cpu_seconds(folder):
     with open(os.path.join(folder, "cpu.stat")) as handle:
         fields = dict(line.split() for line in handle if line.strip())
     return int(fields["usage_usec"]) / 1e6
+
+
+def cfs_quota(folder):
+    """The cgroup's CFS quota in CPUs (None: none), as the kernel enforces
+    it: cpu.cfs_quota_us over cpu.cfs_period_us on v1, cpu.max on v2."""
+    quota = os.path.join(folder, "cpu.cfs_quota_us")
+    if os.path.exists(quota):
+        with open(quota) as handle:
+            value = int(handle.read())
+        with open(os.path.join(folder, "cpu.cfs_period_us")) as handle:
+            period = int(handle.read())
+    else:
+        with open(os.path.join(folder, "cpu.max")) as handle:
+            text, period_text = handle.read().split()
+        value, period = (-1 if text == "max" else int(text)), int(period_text)
+    return None if value < 0 else value / float(period)

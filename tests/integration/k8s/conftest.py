@@ -7,7 +7,6 @@ import uuid
 import pytest
 from kubernetes import client
 
-from run_module import run_module
 
 RUN_LABEL = "overcommit.test/run"
 
@@ -33,14 +32,3 @@ def make_nodes(kube_admin):
     yield make
     for name in created:
         core.delete_node(name)
-
-
-@pytest.fixture
-def run_as(lab):
-    """run_as(identity, module, args, check=False, diff=False): the module's
-    result, run with ansible-playbook as one of the lab's identities."""
-    def run(identity, module, args, **options):
-        args = dict(args, kubeconfig=lab["OVERCOMMIT_KUBECONFIG_" + identity.upper()])
-        return run_module(module, args, **options)
-
-    return run

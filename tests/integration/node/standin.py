@@ -7,7 +7,6 @@ controllers do not run in the lab, so the tests stand in for them: they mark
 the VMI Running on the node with its one active pod, as virt-handler does.
 CPU is measured where the kubelet puts it: the container's cgroup."""
 
-import os
 import time
 
 import pod_cgroup
@@ -117,18 +116,7 @@ class NodeFleet(Fleet):
 
     def cfs_quota(self, name):
         """The compute container's CFS quota in CPUs (None: none), as the kernel enforces it."""
-        folder = self.cgroup(name, "cpu")
-        quota = os.path.join(folder, "cpu.cfs_quota_us")
-        if os.path.exists(quota):
-            with open(quota) as handle:
-                value = int(handle.read())
-            with open(os.path.join(folder, "cpu.cfs_period_us")) as handle:
-                period = int(handle.read())
-        else:
-            with open(os.path.join(folder, "cpu.max")) as handle:
-                text, period_text = handle.read().split()
-            value, period = (-1 if text == "max" else int(text)), int(period_text)
-        return None if value < 0 else value / float(period)
+        return pod_cgroup.cfs_quota(self.cgroup(name, "cpu"))
 
     def delete_pod(self, pod_name):
         # The kubelet stops the containers of a pod deleted at once.

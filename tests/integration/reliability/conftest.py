@@ -28,7 +28,6 @@ def _load(name, path):
 # The Kubernetes tests' own fixtures: throwaway nodes, a KubeVirt CR, VMs, VMIs with launcher pods.
 _k8s = _load("k8s_test_fixtures", os.path.join(HERE, os.pardir, "k8s", "conftest.py"))
 make_nodes = _k8s.make_nodes
-run_as = _k8s.run_as
 kubevirt_cr = importlib.import_module("test_kubevirt_config").kubevirt_cr
 fleet = importlib.import_module("test_kubevirt_vm_cpu_limit").fleet
 vms = importlib.import_module("test_kubevirt_vm_resources").vms

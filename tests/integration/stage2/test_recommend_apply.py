@@ -99,6 +99,24 @@ def recommend(tmp_path, env, **extra):
         return json.load(handle), completed.stdout, plan_dir
 
 
+def plan_throttling_and_gating(tmp_path, env, attempts=3):
+    """A recommended plan that throttles the culprit and gates the node, for
+    the tests of what apply_plan checks. The plan is the last round's
+    decision on real contention, where busy-1 runs close to the flat-out line
+    (wanting about 0.96 of its one vCPU against 0.9): a round whose samples
+    put it under the line plans the gate alone. Detection itself is the
+    first test's subject, which takes the first plan as it comes."""
+    notes = []
+    for attempt in range(attempts):
+        folder = tmp_path / ("attempt-%d" % attempt)
+        folder.mkdir()
+        plan, output, plan_dir = recommend(folder, env)
+        if set(by_object(plan)) >= {"%s/%s" % (HOST, CULPRIT), "node/%s" % NODE}:
+            return plan, output, plan_dir
+        notes.append((plan["summary"], plan["notes"]))
+    pytest.fail("no plan of %d throttled %s and gated %s: %r" % (attempts, CULPRIT, NODE, notes))
+
+
 def apply(plan_path, env, **extra):
     return run_playbook("apply_plan.yml", dict({"plan_file": str(plan_path)}, **extra), env=env)
 
@@ -151,7 +169,7 @@ def test_recommend_plans_the_throttle_and_the_gate_changing_nothing_then_apply_p
     actions = by_object(plan)
     throttle = actions.get("%s/%s" % (HOST, CULPRIT))
     gate = actions.get("node/%s" % NODE)
-    assert throttle and throttle["action"] == "throttle" and throttle["rule"] == "contain", plan["summary"]
+    assert throttle and throttle["action"] == "throttle" and throttle["rule"] == "contain", (plan["summary"], plan["notes"])
     # Sustained pressure gates softly, severe pressure hard; which one, the lab's contention decides.
     assert gate and gate["action"] == "gate" and gate["rule"] in ("gate_pressure", "gate_severe"), plan["summary"]
     assert gate["effect"] == {"gate_pressure": "PreferNoSchedule", "gate_severe": "NoSchedule"}[gate["rule"]]
@@ -192,8 +210,7 @@ def test_recommend_plans_the_throttle_and_the_gate_changing_nothing_then_apply_p
 
 def test_an_object_changed_by_hand_since_the_plan_is_refused_and_the_others_applied(
         tmp_path, libvirt_conn, kube_admin, operator_env, clean):
-    plan, _output, plan_dir = recommend(tmp_path, operator_env)
-    assert set(by_object(plan)) >= {"%s/%s" % (HOST, CULPRIT), "node/%s" % NODE}, plan["summary"]
+    _plan, _output, plan_dir = plan_throttling_and_gating(tmp_path, operator_env)
     # Someone throttles the VM by hand after the plan was made.
     by_hand = run_module("libvirt_cputune", {"domains": [CULPRIT], "cpus": 0.5, "reason": "by hand"}, host=HOST)
     assert by_hand["changed"], by_hand
@@ -209,8 +226,7 @@ def test_an_object_changed_by_hand_since_the_plan_is_refused_and_the_others_appl
 
 def test_a_node_whose_taints_were_edited_since_the_plan_is_refused_and_the_vm_throttled(
         tmp_path, libvirt_conn, kube_admin, operator_env, clean):
-    plan, _output, plan_dir = recommend(tmp_path, operator_env)
-    assert "node/%s" % NODE in by_object(plan), plan["summary"]
+    _plan, _output, plan_dir = plan_throttling_and_gating(tmp_path, operator_env)
     core = client.CoreV1Api(kube_admin)
     core.patch_node(NODE, {"spec": {"taints": [{"key": "by-hand/maintenance", "effect": "NoSchedule"}]}})
     completed = apply(plan_dir / "plan.json", operator_env)
