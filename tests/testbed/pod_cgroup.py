@@ -4,6 +4,7 @@ cpu.stat's usage_usec on v2. Shared by the node tests and the lab demo."""
 
 import glob
 import os
+import time
 
 CGROUP = "/sys/fs/cgroup"
 
@@ -29,6 +30,21 @@ def cpu_seconds(folder):
     with open(os.path.join(folder, "cpu.stat")) as handle:
         fields = dict(line.split() for line in handle if line.strip())
     return int(fields["usage_usec"]) / 1e6
+
+
+def cpu_rate(folder, seconds):
+    """CPUs the cgroup used over `seconds`: the rate of its CPU time."""
+    used, at = cpu_seconds(folder), time.monotonic()
+    time.sleep(seconds)
+    return (cpu_seconds(folder) - used) / (time.monotonic() - at)
+
+
+def compute_cgroup(pod, status, controller):
+    """The cgroup folder of a pod's container (its status as the pod gives
+    it) in `controller`; fails the test naming both when there is none."""
+    folder = container_cgroup(pod.metadata.uid, status.container_id, controller)
+    assert folder, "no cgroup of container %s of pod %s" % (status.container_id, pod.metadata.name)
+    return folder
 
 
 def cfs_quota(folder):

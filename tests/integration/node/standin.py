@@ -7,9 +7,8 @@ controllers do not run in the lab, so the tests stand in for them: they mark
 the VMI Running on the node with its one active pod, as virt-handler does.
 CPU is measured where the kubelet puts it: the container's cgroup."""
 
-import time
-
 import pod_cgroup
+from polling import wait_for
 from kubevirt_fleet import GROUP, NAMESPACE, VERSION, Fleet
 
 # Seconds a CPU rate is measured over.
@@ -23,18 +22,6 @@ def lab_node(lab):
 def tolerate_lab_node(lab):
     """The toleration of the taint that keeps other pods off the lab node."""
     return {"key": lab["OVERCOMMIT_LAB_NODE_TAINT"], "operator": "Exists", "effect": "NoSchedule"}
-
-
-def wait_for(what, predicate, seconds=60, interval=0.5):
-    """predicate() until it returns something true (returned); fails saying
-    `what` after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "%s: not after %d s" % (what, seconds)
-        time.sleep(interval)
 
 
 class NodeFleet(Fleet):
@@ -102,17 +89,11 @@ class NodeFleet(Fleet):
     def cgroup(self, name, controller):
         """The compute container's cgroup folder in `controller` (cgroup v1),
         or in the unified hierarchy (v2)."""
-        pod, status = self.compute_status(name)
-        folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, controller)
-        assert folder, "no cgroup of container %s of pod %s" % (status.container_id, pod.metadata.name)
-        return folder
+        return pod_cgroup.compute_cgroup(*self.compute_status(name), controller=controller)
 
     def cpu_rate(self, name, seconds=RATE_SECONDS):
         """CPUs the VM's compute container used over `seconds`: the rate of its cgroup's CPU time."""
-        folder = self.cgroup(name, "cpuacct")
-        used, at = pod_cgroup.cpu_seconds(folder), time.monotonic()
-        time.sleep(seconds)
-        return (pod_cgroup.cpu_seconds(folder) - used) / (time.monotonic() - at)
+        return pod_cgroup.cpu_rate(self.cgroup(name, "cpuacct"), seconds)
 
     def cfs_quota(self, name):
         """The compute container's CFS quota in CPUs (None: none), as the kernel enforces it."""

@@ -1,0 +1,178 @@
+"""VirtualMachines on the lab's real KubeVirt (`tests/testbed/lab up
+kubevirt`): virt-controller renders each VMI's virt-launcher pod, the lab
+node's kubelet runs it, and virt-handler has the launcher start QEMU (TCG)
+on a boot-sector guest that spins its one vCPU or halts. Nothing here stands
+in for a KubeVirt component: the tests create VirtualMachines and read what
+KubeVirt and the kernel report. CPU is measured where the kubelet puts it,
+the compute container's cgroup, which holds QEMU."""
+
+import os
+import uuid
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+import pod_cgroup
+from polling import wait_for
+
+GROUP, VERSION = "kubevirt.io", "v1"
+COMPUTE = "compute"
+# Boot sectors: `jmp $` spins one vCPU; `cli; hlt` halts it for good.
+PROGRAMS = {"busy": b"\xeb\xfe", "idle": b"\xfa\xf4\xeb\xfd"}
+DISK_BYTES = 1 << 20
+# Seconds a CPU rate is measured over.
+RATE_SECONDS = 3.0
+# From a VirtualMachine's creation to its QEMU running: the launcher pod's
+# start, virt-handler's sync and QEMU's, on two busy cores.
+START_SECONDS = 180
+
+
+def write_disk(path, program):
+    """A raw disk whose boot sector runs `program`, padded to a MiB: KubeVirt
+    gives QEMU its disks with O_DIRECT, whose reads must be whole blocks of
+    the file system, and stops the VM on a read error."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    code = PROGRAMS[program]
+    with open(path, "wb") as disk:
+        disk.write(code + bytes(510 - len(code)) + b"\x55\xaa" + bytes(DISK_BYTES - 512))
+
+
+class RealKubeVirt(object):
+    """The VirtualMachines a test makes on the lab's KubeVirt, deleted by
+    cleanup()."""
+
+    def __init__(self, api_client, lab):
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.namespace = lab["OVERCOMMIT_KUBEVIRT_NAMESPACE"]
+        self.disks = lab["OVERCOMMIT_KUBEVIRT_DISKS"]
+        self.node = lab["OVERCOMMIT_LAB_NODE"]
+        self.taint = lab["OVERCOMMIT_LAB_NODE_TAINT"]
+        self.made = []
+
+    # --- VirtualMachines ---------------------------------------------------
+
+    def vm(self, program="busy", labels=None, cpu=None, start=True):
+        """A VirtualMachine of one vCPU booting `program`; with start, returns
+        once its VMI runs. `cpu` is the template's domain.cpu beyond the
+        topology (a model, a request is set with resources)."""
+        name = "oc-kv-" + uuid.uuid4().hex[:8]
+        disk = os.path.join(self.disks, name, "disk.img")
+        write_disk(disk, program)
+        domain = {
+            # What virt-api's defaulting webhook would fill in: it does not run in the lab.
+            "cpu": dict({"sockets": 1, "cores": 1, "threads": 1, "model": "qemu64"}, **(cpu or {})),
+            "memory": {"guest": "32Mi"},
+            "resources": {"requests": {"memory": "32Mi"}},
+            "devices": {"autoattachPodInterface": False, "autoattachSerialConsole": False,
+                        "disks": [{"name": "boot", "disk": {"bus": "virtio"}}]},
+        }
+        body = {
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(labels or {})},
+            "spec": {
+                "runStrategy": "Always" if start else "Halted",
+                "template": {
+                    "metadata": {"labels": dict({"kubevirt.io/vm": name}, **(labels or {}))},
+                    "spec": {"domain": domain,
+                             "volumes": [{"name": "boot", "hostDisk": {"path": disk, "type": "Disk"}}],
+                             "tolerations": [{"key": self.taint, "operator": "Exists", "effect": "NoSchedule"}],
+                             "terminationGracePeriodSeconds": 0}}}}
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", body)
+        self.made.append(name)
+        if start:
+            self.wait_running(name)
+        return name
+
+    def read(self, plural, name):
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)
+
+    def vmi(self, name):
+        try:
+            return self.read("virtualmachineinstances", name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def running_pod(self, name):
+        """The VMI's running launcher pod whose QEMU runs, or None."""
+        vmi = self.vmi(name)
+        if not vmi or vmi.get("status", {}).get("phase") != "Running":
+            return None
+        for uid in vmi["status"].get("activePods") or {}:
+            for pod in self.core.list_namespaced_pod(self.namespace, label_selector="kubevirt.io=virt-launcher").items:
+                if pod.metadata.uid == uid and pod.status.phase == "Running":
+                    return pod
+        return None
+
+    def wait_running(self, name, other_than=None):
+        """Until the VMI runs in a launcher pod (other than the pod named
+        `other_than`) with QEMU in it; returns the pod."""
+        def ready():
+            pod = self.running_pod(name)
+            if pod is None or pod.metadata.name == other_than:
+                return None
+            return pod if self.qemu_pid(pod) else None
+
+        return wait_for("VM %s running QEMU in a new launcher pod" % name if other_than else
+                        "VM %s running QEMU" % name, ready, START_SECONDS, interval=1.0)
+
+    def set_run_strategy(self, name, strategy):
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", name,
+                                                   {"spec": {"runStrategy": strategy}})
+
+    def restart(self, name):
+        """Stops the VM and starts it again, as `virtctl restart` without
+        virt-api: its VMI and launcher pod are new; returns the new pod."""
+        old = self.running_pod(name)
+        self.set_run_strategy(name, "Halted")
+        wait_for("VM %s stopped" % name, lambda: self.vmi(name) is None, 120, interval=1.0)
+        self.set_run_strategy(name, "Always")
+        return self.wait_running(name, other_than=old.metadata.name if old else None)
+
+    def cleanup(self):
+        for name in self.made:
+            try:
+                self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        self.made = []
+
+    # --- the compute container, where QEMU runs --------------------------------
+
+    def compute_status(self, name):
+        pod = self.running_pod(name)
+        assert pod is not None, "VM %s has no running launcher pod" % name
+        return pod, next(s for s in pod.status.container_statuses if s.name == COMPUTE)
+
+    def cgroup(self, name, controller):
+        return pod_cgroup.compute_cgroup(*self.compute_status(name), controller=controller)
+
+    def qemu_pid(self, pod):
+        """The pid of the QEMU process in the pod's compute container, or None."""
+        status = next((s for s in pod.status.container_statuses or [] if s.name == COMPUTE), None)
+        if status is None or not status.container_id:
+            return None
+        folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, "cpuacct")
+        if folder is None:
+            return None
+        with open(os.path.join(folder, "cgroup.procs")) as handle:
+            pids = handle.read().split()
+        for pid in pids:
+            try:
+                with open("/proc/%s/comm" % pid) as handle:
+                    if handle.read().startswith("qemu-system"):
+                        return int(pid)
+            except OSError:
+                continue
+        return None
+
+    def cpu_rate(self, name, seconds=RATE_SECONDS):
+        """CPUs the VM's compute container (QEMU and KubeVirt's launcher) used over `seconds`."""
+        return pod_cgroup.cpu_rate(self.cgroup(name, "cpuacct"), seconds)
+
+    def cfs_quota(self, name):
+        """The compute container's CFS quota in CPUs (None: none), as the kernel enforces it."""
+        return pod_cgroup.cfs_quota(self.cgroup(name, "cpu"))

@@ -1,0 +1,65 @@
+"""The KubeVirt runtime brake on real KubeVirt: a VirtualMachine whose guest
+spins its vCPU runs in a virt-launcher pod that virt-controller rendered and
+virt-handler started QEMU in, and kubevirt_vm_cpu_limit resizes that pod's
+compute container in place. Judged by effect, against the same VM's own
+unthrottled rate in the same test: the CPU time of the container that holds
+QEMU falls to the cap; the VMI, its pod, its container and its QEMU process
+stay the same; KubeVirt's controllers leave the resize alone while they sync
+the VMI again; restore gives the CPU back.
+
+KubeVirt's informers resync every 12 to 24 hours, which no test can wait
+for: the test makes both controllers sync the VMI (a label on it) and waits
+out virt-handler's reaction to the kubelet's own pod updates instead."""
+
+import time
+
+from measure import check_braked, check_recovered
+
+CAP, CAP_TEXT = 0.2, "200m"
+# Long enough for virt-controller and virt-handler to act on the VMI update
+# and on the pod updates the resize made.
+SETTLE_SECONDS = 20
+
+
+def brake(run_as, kubevirt, names, **args):
+    return run_as("admin", "kubevirt_vm_cpu_limit", dict(args, namespace=kubevirt.namespace, names=names))
+
+
+def snapshot(kubevirt, name):
+    """What must not change while the VM is braked: VMI, pod, container, QEMU."""
+    pod, status = kubevirt.compute_status(name)
+    vmi = kubevirt.vmi(name)
+    return {"vmi": vmi["metadata"]["uid"], "phase": vmi["status"]["phase"], "pod": pod.metadata.uid,
+            "container": status.container_id, "restarts": status.restart_count, "qemu": kubevirt.qemu_pid(pod)}
+
+
+def test_the_brake_holds_qemu_to_its_cap_in_place_and_restore_gives_the_cpu_back(run_as, kubevirt):
+    name = kubevirt.vm("busy")
+    before = snapshot(kubevirt, name)
+    assert before["qemu"], "no QEMU process in the launcher's compute container"
+    assert kubevirt.cfs_quota(name) is None  # virt-controller renders no CPU limit for this VM
+    unthrottled = kubevirt.cpu_rate(name)
+
+    result = brake(run_as, kubevirt, [name], cpus=CAP_TEXT, force=True, reason="INC-21 noisy neighbour",
+                   wait=True, wait_timeout=60)
+    assert not result.get("failed"), result
+    vm = result["vms"][0]
+    assert vm["node"]["status"] == "applied", vm
+    assert kubevirt.cfs_quota(name) == CAP
+    check_braked(unthrottled, kubevirt.cpu_rate(name), CAP)
+
+    # Both controllers sync the VMI again; neither undoes the resize nor restarts anything.
+    kubevirt.custom.patch_namespaced_custom_object(
+        "kubevirt.io", "v1", kubevirt.namespace, "virtualmachineinstances", name,
+        {"metadata": {"labels": {"overcommit.test/resync": str(int(time.time()))}}})
+    time.sleep(SETTLE_SECONDS)
+    assert snapshot(kubevirt, name) == before
+    assert kubevirt.cfs_quota(name) == CAP
+    throttled = kubevirt.cpu_rate(name)
+    check_braked(unthrottled, throttled, CAP)
+
+    restored_result = brake(run_as, kubevirt, [name], state="restored", wait=True, wait_timeout=60)
+    assert not restored_result.get("failed"), restored_result
+    assert restored_result["vms"][0]["node"]["status"] == "applied", restored_result
+    check_recovered(unthrottled, throttled, kubevirt.cpu_rate(name))
+    assert snapshot(kubevirt, name) == before
