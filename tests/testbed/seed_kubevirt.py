@@ -191,7 +191,8 @@ def down(api_client):
     deadline = time.monotonic() + 90
     for namespace in namespaces:
         for pod in core.list_namespaced_pod(namespace, label_selector="kubevirt.io=virt-launcher").items:
-            ignore_missing(core.delete_namespaced_pod, pod.metadata.name, namespace, grace_period_seconds=0)
+            # Not 0, which removes the pod at once: the kubelet removes it once its containers are stopped.
+            ignore_missing(core.delete_namespaced_pod, pod.metadata.name, namespace, grace_period_seconds=1)
     while core.list_pod_for_all_namespaces(label_selector="kubevirt.io=virt-launcher").items:
         if time.monotonic() > deadline:
             sys.exit("virt-launcher pods still there after 90 s")

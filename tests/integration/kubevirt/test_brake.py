@@ -11,9 +11,16 @@ KubeVirt's informers resync every 12 to 24 hours, which no test can wait
 for: the test makes both controllers sync the VMI (a label on it) and waits
 out virt-handler's reaction to the kubelet's own pod updates instead."""
 
+import os
+import tempfile
 import time
+import uuid
 
-from measure import check_braked, check_recovered
+import yaml
+
+from measure import TOLERANCE_CPUS, check_braked, check_recovered
+from polling import wait_for
+from run_module import run_playbook
 
 CAP, CAP_TEXT = 0.2, "200m"
 # Long enough for virt-controller and virt-handler to act on the VMI update
@@ -63,3 +70,49 @@ def test_the_brake_holds_qemu_to_its_cap_in_place_and_restore_gives_the_cpu_back
     assert restored_result["vms"][0]["node"]["status"] == "applied", restored_result
     check_recovered(unthrottled, throttled, kubevirt.cpu_rate(name))
     assert snapshot(kubevirt, name) == before
+
+
+def reconcile_playbook(namespace, selector):
+    """A playbook that runs the reconcile role on the VMs of `selector`."""
+    play = [{"name": "Reconcile", "hosts": "controllers", "gather_facts": False, "tasks": [
+        {"name": "The reconcile role", "ansible.builtin.include_role": {"name": "overcommit.control.kubevirt_cpu_reconcile"},
+         "vars": {"kubevirt_cpu_reconcile_namespace": namespace,
+                  "kubevirt_cpu_reconcile_label_selector": selector}}]}]
+    handle = tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False)
+    with handle:
+        yaml.safe_dump(play, handle)
+    return handle.name
+
+
+def test_a_restarted_vm_runs_unbraked_until_the_reconcile_role_brakes_its_new_launcher(lab, kubevirt):
+    """KubeVirt renders a new launcher pod from the VM's template on every
+    start, so a cap set on the old pod is gone; the VM keeps the cap it was
+    given, and the reconcile role applies it to the new pod."""
+    label = {"overcommit.test/run": uuid.uuid4().hex[:8]}
+    name = kubevirt.vm("busy", labels=label)
+    env = {"K8S_AUTH_KUBECONFIG": lab["OVERCOMMIT_KUBECONFIG_ADMIN"]}
+    throttled = run_playbook("throttle.yml", {"kubevirt_vms": [name], "kubevirt_namespace": kubevirt.namespace,
+                                              "cpus": CAP, "force": True, "reason": "INC-22 noisy neighbour",
+                                              "kubevirt_wait": 60}, env=env)
+    assert throttled.returncode == 0, throttled.stdout[-3000:]
+    assert "%s/%s: 0.2 CPU, was unlimited (node: applied)" % (kubevirt.namespace, name) in throttled.stdout, \
+        throttled.stdout[-3000:]
+    braked = kubevirt.cpu_rate(name)
+    first_pod = kubevirt.running_pod(name).metadata.name
+
+    new_pod = kubevirt.restart(name).metadata.name
+    assert new_pod != first_pod and kubevirt.cfs_quota(name) is None
+    unthrottled = kubevirt.cpu_rate(name)
+    assert unthrottled > braked + TOLERANCE_CPUS, (
+        "the new launcher got %.2f CPU, the braked one %.2f: the restart did not lose the cap" % (unthrottled, braked))
+
+    playbook = reconcile_playbook(kubevirt.namespace, "overcommit.test/run=" + label["overcommit.test/run"])
+    try:
+        reconciled = run_playbook(playbook, {}, env=env)
+    finally:
+        os.unlink(playbook)
+    assert reconciled.returncode == 0, reconciled.stdout[-3000:]
+    assert "%s/%s: 0.2 CPU, was unlimited" % (kubevirt.namespace, name) in reconciled.stdout, reconciled.stdout[-3000:]
+    wait_for("the new launcher's compute container capped", lambda: kubevirt.cfs_quota(name) == CAP, 30)
+    assert kubevirt.running_pod(name).metadata.name == new_pod
+    check_braked(unthrottled, kubevirt.cpu_rate(name), CAP)

@@ -7,17 +7,15 @@ pods again."""
 
 import glob
 import os
-import subprocess
 
 import pytest
 from kubernetes import client
 
-from lab_logs import LAB_HOME
+from lab_logs import LAB_HOME, lab_command, lab_processes
 from standin import NodeFleet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
-LAB_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "testbed", "lab")
 NODE_BINARIES = ("kubelet", "kube-scheduler", "containerd", "containerd-shim-runc-v2", "runc")
 # What the kubelet and containerd write outside the folders the lab gives them.
 OUTSIDE = ("/var/lib/kubelet", "/run/containerd/s")
@@ -25,16 +23,7 @@ OUTSIDE = ("/var/lib/kubelet", "/run/containerd/s")
 
 def node_processes():
     """(pid, binary) of every running process of the node's binaries."""
-    wanted = dict((os.path.realpath(os.path.join(LAB_HOME, "bin", name)), name) for name in NODE_BINARIES)
-    found = []
-    for proc in glob.glob("/proc/[0-9]*"):
-        try:
-            exe = os.path.realpath(os.readlink(os.path.join(proc, "exe")))
-        except OSError:
-            continue
-        if exe in wanted:
-            found.append((int(os.path.basename(proc)), wanted[exe]))
-    return found
+    return lab_processes(NODE_BINARIES)
 
 
 def node_mounts(node_dir):
@@ -50,14 +39,6 @@ def pod_cgroups():
 def container_log_links(node_dir):
     return [path for path in glob.glob("/var/log/containers/*")
             if os.path.islink(path) and os.readlink(path).startswith(node_dir + "/")]
-
-
-def lab_command(*args):
-    """Runs tests/testbed/lab with `args`; its output."""
-    done = subprocess.run([LAB_SCRIPT] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:]
-    return done.stdout
 
 
 def test_down_leaves_nothing_of_the_node_behind_and_up_brings_it_back(lab, kube_admin):
