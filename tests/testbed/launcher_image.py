@@ -46,8 +46,9 @@ def package_closure(packages):
          "--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances", *packages],
         check=True, capture_output=True, text=True).stdout
     names = {line.strip("<>") for line in listing.splitlines() if line and not line.startswith(" ")}
+    # dpkg-query fails for the names of virtual packages among them; those are simply not installed.
     status = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Status}\n", *sorted(names)],
-                            capture_output=True, text=True).stdout
+                            check=False, capture_output=True, text=True).stdout
     installed = {line.split("\t")[0] for line in status.splitlines() if line.endswith(" installed")}
     missing = set(packages) - installed
     if missing:

@@ -14,7 +14,8 @@ components `tests/testbed/lab up kubevirt` runs on the lab node.
       The lab's VirtualMachine (runStrategy Always) booting DISK_PATH.
   seed_kubevirt.py down ADMIN_KUBECONFIG
       Deletes the lab's VirtualMachines, every VMI and launcher pod (the
-      node's kubelet stops QEMU), and puts back the kube group's CRDs.
+      node's kubelet stops QEMU) and KubeVirt's records of VM starts, and
+      puts back the kube group's CRDs.
 Idempotent."""
 
 import glob
@@ -22,6 +23,7 @@ import json
 import os
 import sys
 import time
+import uuid
 
 import yaml
 
@@ -146,6 +148,9 @@ def vm_manifest(name, disk_path, node_taint):
                     # Everything virt-api's defaulting webhook would fill in: it does not run in the lab.
                     "domain": {
                         "cpu": {"sockets": 1, "cores": 1, "threads": 1, "model": "qemu64"},
+                        # Set by virt-api on a new VM; else KubeVirt sets it after the first start and
+                        # reports the VM RestartRequired.
+                        "firmware": {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "kubevirt-lab/" + name))},
                         "memory": {"guest": "32Mi"},
                         "resources": {"requests": {"memory": "32Mi"}},
                         "devices": {"autoattachPodInterface": False, "autoattachSerialConsole": False,
@@ -205,6 +210,12 @@ def down(api_client):
     except ApiException as exc:
         if exc.status != 404:
             raise
+    # KubeVirt keeps a ControllerRevision of each VM start; no garbage collector follows their owners here.
+    apps = client.AppsV1Api(api_client)
+    for namespace in namespaces:
+        for revision in apps.list_namespaced_controller_revision(namespace).items:
+            if revision.metadata.name.startswith("revision-start-vm-"):
+                ignore_missing(apps.delete_namespaced_controller_revision, revision.metadata.name, namespace)
     dynamic = DynamicClient(api_client)
     for path in sorted(glob.glob(os.path.join(HERE, "k8s", "crds", "*.yaml"))):
         with open(path) as handle:

@@ -62,6 +62,9 @@ class RealKubeVirt(object):
         domain = {
             # What virt-api's defaulting webhook would fill in: it does not run in the lab.
             "cpu": dict({"sockets": 1, "cores": 1, "threads": 1, "model": "qemu64"}, **(cpu or {})),
+            # virt-api sets it on the VM as it is created; KubeVirt's VM controller would set it after the VM's
+            # first start and then see a template changed since the start (RestartRequired).
+            "firmware": {"uuid": str(uuid.uuid4())},
             "memory": {"guest": "32Mi"},
             "resources": {"requests": {"memory": "32Mi"}},
             "devices": {"autoattachPodInterface": False, "autoattachSerialConsole": False,
@@ -78,8 +81,8 @@ class RealKubeVirt(object):
                              "volumes": [{"name": "boot", "hostDisk": {"path": disk, "type": "Disk"}}],
                              "tolerations": [{"key": self.taint, "operator": "Exists", "effect": "NoSchedule"}],
                              "terminationGracePeriodSeconds": 0}}}}
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", body)
-        self.made.append(name)
+        made = self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", body)
+        self.made.append((name, made["metadata"]["uid"]))
         if start:
             self.wait_running(name)
         return name
@@ -132,12 +135,19 @@ class RealKubeVirt(object):
         return self.wait_running(name, other_than=old.metadata.name if old else None)
 
     def cleanup(self):
-        for name in self.made:
+        """Deletes the VMs, and the ControllerRevisions KubeVirt kept of their
+        starts (no garbage collector runs in the lab to follow their owner)."""
+        uids = set(uid for _name, uid in self.made)
+        for name, _uid in self.made:
             try:
                 self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", name)
             except ApiException as exc:
                 if exc.status != 404:
                     raise
+        apps = client.AppsV1Api(self.core.api_client)
+        for revision in apps.list_namespaced_controller_revision(self.namespace).items:
+            if any(ref.uid in uids for ref in revision.metadata.owner_references or []):
+                apps.delete_namespaced_controller_revision(revision.metadata.name, self.namespace)
         self.made = []
 
     # --- the compute container, where QEMU runs --------------------------------

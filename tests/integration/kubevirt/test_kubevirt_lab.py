@@ -1,8 +1,8 @@
 """The lab's KubeVirt leaves nothing behind: `lab down kubevirt`, with a VM
 running, ends its launcher pod and QEMU, stops virt-controller and
 virt-handler, unmounts /pods, removes what it put outside the lab's folder
-(virt-chroot, KubeVirt's runtime folders, the node labeller's files) and the
-launcher's CNI, and puts back the schema-only CRDs the other tests use;
+(virt-chroot, KubeVirt's runtime folders, the node labeller's files), the
+launcher's CNI and the records of the VMs' starts, and puts back the schema-only CRDs the other tests use;
 `lab up kubevirt` brings it back with the lab's VM running."""
 
 import glob
@@ -56,6 +56,8 @@ def test_down_leaves_nothing_of_kubevirt_behind_and_up_brings_it_back(lab, kube_
     assert not os.path.exists(cni)
     core = client.CoreV1Api(kube_admin)
     assert core.list_pod_for_all_namespaces(label_selector="kubevirt.io=virt-launcher").items == []
+    # Nothing garbage-collects in the lab: the records of the VMs' starts go with them.
+    assert client.AppsV1Api(kube_admin).list_namespaced_controller_revision(kubevirt.namespace).items == []
     assert vmi_has_status_subresource(kube_admin)
 
     lab_up = lab_command("up", "kubevirt")
