@@ -136,21 +136,24 @@ def up(api_client, install_json, state_dir, node):
                          configuration.ssl_ca_cert, "system:serviceaccount:%s:%s" % (NAMESPACE, account), token)
 
 
-def vm_manifest(name, disk_path, node_taint):
+def vm_manifest(name, disk_path, node_taint, namespace=VM_NAMESPACE, labels=None, run_strategy="Always"):
+    """A VirtualMachine of one vCPU booting the raw disk at disk_path, shared
+    by the lab's VM and the tests' (labels go on the VM and its VMIs)."""
+    labels = dict(labels or {})
     return {
         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-        "metadata": {"name": name, "namespace": VM_NAMESPACE, "labels": {"overcommit.test/lab-vm": "true"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {
-            "runStrategy": "Always",
+            "runStrategy": run_strategy,
             "template": {
-                "metadata": {"labels": {"kubevirt.io/vm": name}},
+                "metadata": {"labels": dict(labels, **{"kubevirt.io/vm": name})},
                 "spec": {
                     # Everything virt-api's defaulting webhook would fill in: it does not run in the lab.
                     "domain": {
                         "cpu": {"sockets": 1, "cores": 1, "threads": 1, "model": "qemu64"},
                         # Set by virt-api on a new VM; else KubeVirt sets it after the first start and
                         # reports the VM RestartRequired.
-                        "firmware": {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "kubevirt-lab/" + name))},
+                        "firmware": {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (namespace, name)))},
                         "memory": {"guest": "32Mi"},
                         "resources": {"requests": {"memory": "32Mi"}},
                         "devices": {"autoattachPodInterface": False, "autoattachSerialConsole": False,
@@ -169,7 +172,8 @@ def vm(api_client, name, disk_path, node_taint):
     custom = client.CustomObjectsApi(api_client)
     try:
         custom.create_namespaced_custom_object(GROUP, VERSION, VM_NAMESPACE, "virtualmachines",
-                                               vm_manifest(name, disk_path, node_taint))
+                                               vm_manifest(name, disk_path, node_taint,
+                                                           labels={"overcommit.test/lab-vm": "true"}))
     except ApiException as exc:
         if exc.status != 409:
             raise

@@ -13,6 +13,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 import pod_cgroup
+import seed_kubevirt
 from polling import wait_for
 
 GROUP, VERSION = "kubevirt.io", "v1"
@@ -52,35 +53,14 @@ class RealKubeVirt(object):
 
     # --- VirtualMachines ---------------------------------------------------
 
-    def vm(self, program="busy", labels=None, cpu=None, start=True):
-        """A VirtualMachine of one vCPU booting `program`; with start, returns
-        once its VMI runs. `cpu` is the template's domain.cpu beyond the
-        topology (a model, a request is set with resources)."""
+    def vm(self, program="busy", labels=None, start=True):
+        """A VirtualMachine of one vCPU booting `program` (the lab's own VM
+        shape); with start, returns once its VMI runs QEMU."""
         name = "oc-kv-" + uuid.uuid4().hex[:8]
         disk = os.path.join(self.disks, name, "disk.img")
         write_disk(disk, program)
-        domain = {
-            # What virt-api's defaulting webhook would fill in: it does not run in the lab.
-            "cpu": dict({"sockets": 1, "cores": 1, "threads": 1, "model": "qemu64"}, **(cpu or {})),
-            # virt-api sets it on the VM as it is created; KubeVirt's VM controller would set it after the VM's
-            # first start and then see a template changed since the start (RestartRequired).
-            "firmware": {"uuid": str(uuid.uuid4())},
-            "memory": {"guest": "32Mi"},
-            "resources": {"requests": {"memory": "32Mi"}},
-            "devices": {"autoattachPodInterface": False, "autoattachSerialConsole": False,
-                        "disks": [{"name": "boot", "disk": {"bus": "virtio"}}]},
-        }
-        body = {
-            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(labels or {})},
-            "spec": {
-                "runStrategy": "Always" if start else "Halted",
-                "template": {
-                    "metadata": {"labels": dict({"kubevirt.io/vm": name}, **(labels or {}))},
-                    "spec": {"domain": domain,
-                             "volumes": [{"name": "boot", "hostDisk": {"path": disk, "type": "Disk"}}],
-                             "tolerations": [{"key": self.taint, "operator": "Exists", "effect": "NoSchedule"}],
-                             "terminationGracePeriodSeconds": 0}}}}
+        body = seed_kubevirt.vm_manifest(name, disk, self.taint, namespace=self.namespace, labels=labels,
+                                         run_strategy="Always" if start else "Halted")
         made = self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", body)
         self.made.append((name, made["metadata"]["uid"]))
         if start:
@@ -99,15 +79,13 @@ class RealKubeVirt(object):
             raise
 
     def running_pod(self, name):
-        """The VMI's running launcher pod whose QEMU runs, or None."""
+        """The VMI's running launcher pod, or None."""
         vmi = self.vmi(name)
         if not vmi or vmi.get("status", {}).get("phase") != "Running":
             return None
-        for uid in vmi["status"].get("activePods") or {}:
-            for pod in self.core.list_namespaced_pod(self.namespace, label_selector="kubevirt.io=virt-launcher").items:
-                if pod.metadata.uid == uid and pod.status.phase == "Running":
-                    return pod
-        return None
+        active = vmi["status"].get("activePods") or {}
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector="kubevirt.io=virt-launcher").items
+        return next((pod for pod in pods if pod.metadata.uid in active and pod.status.phase == "Running"), None)
 
     def wait_running(self, name, other_than=None):
         """Until the VMI runs in a launcher pod (other than the pod named
