@@ -39,6 +39,14 @@ def cpu_rate(folder, seconds):
     return (cpu_seconds(folder) - used) / (time.monotonic() - at)
 
 
+def cpu_rates(folders, seconds):
+    """{key: CPUs its cgroup used} over the same `seconds`, for a dict of cgroup folders."""
+    used, at = dict((key, cpu_seconds(folder)) for key, folder in folders.items()), time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - at
+    return dict((key, (cpu_seconds(folder) - used[key]) / elapsed) for key, folder in folders.items())
+
+
 def compute_cgroup(pod, status, controller):
     """The cgroup folder of a pod's container (its status as the pod gives
     it) in `controller`; fails the test naming both when there is none."""

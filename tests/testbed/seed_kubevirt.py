@@ -136,10 +136,16 @@ def up(api_client, install_json, state_dir, node):
                          configuration.ssl_ca_cert, "system:serviceaccount:%s:%s" % (NAMESPACE, account), token)
 
 
-def vm_manifest(name, disk_path, node_taint, namespace=VM_NAMESPACE, labels=None, run_strategy="Always"):
-    """A VirtualMachine of one vCPU booting the raw disk at disk_path, shared
-    by the lab's VM and the tests' (labels go on the VM and its VMIs)."""
+def vm_manifest(name, disk_path, node_taint, namespace=VM_NAMESPACE, labels=None, run_strategy="Always",
+                cores=1, cpu_request=None):
+    """A VirtualMachine of `cores` vCPUs booting the raw disk at disk_path,
+    shared by the lab's VM and the tests' (labels go on the VM and its
+    VMIs); with `cpu_request`, the CPU it was sold (else virt-controller
+    derives the launcher's request from cpuAllocationRatio)."""
     labels = dict(labels or {})
+    requests = {"memory": "32Mi"}
+    if cpu_request is not None:
+        requests["cpu"] = cpu_request
     return {
         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
@@ -150,12 +156,12 @@ def vm_manifest(name, disk_path, node_taint, namespace=VM_NAMESPACE, labels=None
                 "spec": {
                     # Everything virt-api's defaulting webhook would fill in: it does not run in the lab.
                     "domain": {
-                        "cpu": {"sockets": 1, "cores": 1, "threads": 1, "model": "qemu64"},
+                        "cpu": {"sockets": 1, "cores": cores, "threads": 1, "model": "qemu64"},
                         # Set by virt-api on a new VM; else KubeVirt sets it after the first start and
                         # reports the VM RestartRequired.
                         "firmware": {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (namespace, name)))},
                         "memory": {"guest": "32Mi"},
-                        "resources": {"requests": {"memory": "32Mi"}},
+                        "resources": {"requests": requests},
                         "devices": {"autoattachPodInterface": False, "autoattachSerialConsole": False,
                                     "disks": [{"name": "boot", "disk": {"bus": "virtio"}}]},
                     },

@@ -18,8 +18,25 @@ from polling import wait_for
 
 GROUP, VERSION = "kubevirt.io", "v1"
 COMPUTE = "compute"
-# Boot sectors: `jmp $` spins one vCPU; `cli; hlt` halts it for good.
-PROGRAMS = {"busy": b"\xeb\xfe", "idle": b"\xfa\xf4\xeb\xfd"}
+# Boot sectors: `jmp $` spins one vCPU; `cli; hlt` halts it for good;
+# "until_stopped" (until_stopped.s) spins every vCPU until the disk's second
+# sector starts with a byte other than 0 (stop_guest writes it), reading that
+# sector through the BIOS after every 2^24 turns of its loop, then halts
+# them all: a tenant's job that ends.
+PROGRAMS = {"busy": b"\xeb\xfe", "idle": b"\xfa\xf4\xeb\xfd", "until_stopped": bytes.fromhex(
+        "fa31c08ed88ec08ed0bc007c8816fd7dc606007e00be967cbf0080b90f00f3a40f0116b87c0f20c00c010f22c0bb0800"
+        "8ee324fe0f22c031db8ee366bb0003e0fe646766c70300450c00e83e00646766c70308460c00e83200646766c7030846"
+        "0c00fbb80102b9020030f68a16fd7dbb007ecd13803e007e00750c66b900000001664975fcebdcfaf4ebfc66b9000010"
+        "00664975fcc331c08ed8803e007e0074f9faf4ebfc8d74000000000000000000ffff00000092cf000f00a87c0000")}
+# "light" wakes at each tick of a 100 Hz timer and counts 1.2 million loops
+# down before it halts again (the lab's duty guest, bench/lab_guests.py):
+# about half a CPU on the lab's machine alone, the same work every tick
+# whatever the host does, so it waits when the host's CPUs are busy.
+#     cli; PIT channel 0 at 100 Hz; sti
+#   tick: hlt; mov ecx,1200000; loop: dec ecx; jnz loop; jmp tick
+PROGRAMS["light"] = bytes.fromhex("fab036e643b09ce640b02ee640fbf466b9") + (1200000).to_bytes(4, "little") + \
+    bytes.fromhex("664975fcebf3")
+STOP_FLAG_OFFSET = 512
 DISK_BYTES = 1 << 20
 # Seconds a CPU rate is measured over.
 RATE_SECONDS = 3.0
@@ -53,19 +70,31 @@ class RealKubeVirt(object):
 
     # --- VirtualMachines ---------------------------------------------------
 
-    def vm(self, program="busy", labels=None, start=True):
-        """A VirtualMachine of one vCPU booting `program` (the lab's own VM
-        shape); with start, returns once its VMI runs QEMU."""
+    def vm(self, program="busy", labels=None, start=True, cores=1, cpu_request=None, wait=True):
+        """A VirtualMachine of `cores` vCPUs booting `program` (the lab's own
+        VM shape), sold `cpu_request` when given (else what KubeVirt derives
+        from its vCPUs); started, and with `wait` returns once its VMI runs
+        QEMU (wait_running waits for VMs created side by side)."""
         name = "oc-kv-" + uuid.uuid4().hex[:8]
         disk = os.path.join(self.disks, name, "disk.img")
         write_disk(disk, program)
         body = seed_kubevirt.vm_manifest(name, disk, self.taint, namespace=self.namespace, labels=labels,
-                                         run_strategy="Always" if start else "Halted")
+                                         run_strategy="Always" if start else "Halted", cores=cores,
+                                         cpu_request=cpu_request)
         made = self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", body)
         self.made.append((name, made["metadata"]["uid"]))
-        if start:
+        if start and wait:
             self.wait_running(name)
         return name
+
+    def stop_guest(self, name):
+        """Ends the work of an "until_stopped" guest: it halts at its next read of the flag."""
+        fd = os.open(os.path.join(self.disks, name, "disk.img"), os.O_WRONLY)
+        try:
+            os.pwrite(fd, b"\x01", STOP_FLAG_OFFSET)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def read(self, plural, name):
         return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)
@@ -98,6 +127,19 @@ class RealKubeVirt(object):
 
         return wait_for("VM %s running QEMU in a new launcher pod" % name if other_than else
                         "VM %s running QEMU" % name, ready, START_SECONDS, interval=1.0)
+
+    def annotations(self, name):
+        """The VMI's annotations, where the brake keeps its record."""
+        return self.read("virtualmachineinstances", name)["metadata"].get("annotations") or {}
+
+    def events(self, name, kind="VirtualMachineInstance"):
+        """[(type, reason, message, reporting component)] of the Events about
+        the object, oldest first, through core v1: KubeVirt's own Events have
+        no eventTime, which the typed events.k8s.io client refuses."""
+        found = self.core.list_namespaced_event(
+            self.namespace, field_selector="involvedObject.name=%s,involvedObject.kind=%s" % (name, kind)).items
+        found.sort(key=lambda e: e.event_time or e.first_timestamp or e.metadata.creation_timestamp)
+        return [(e.type, e.reason, e.message, e.reporting_component) for e in found]
 
     def set_run_strategy(self, name, strategy):
         self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", name,
@@ -134,6 +176,12 @@ class RealKubeVirt(object):
         pod = self.running_pod(name)
         assert pod is not None, "VM %s has no running launcher pod" % name
         return pod, next(s for s in pod.status.container_statuses if s.name == COMPUTE)
+
+    def compute_limits(self, name):
+        """The compute container's limits as its running launcher pod's spec says."""
+        pod, _status = self.compute_status(name)
+        container = next(c for c in pod.spec.containers if c.name == COMPUTE)
+        return container.resources.limits or {}
 
     def cgroup(self, name, controller):
         return pod_cgroup.compute_cgroup(*self.compute_status(name), controller=controller)

@@ -51,7 +51,8 @@ def test_the_brake_holds_qemu_to_its_cap_in_place_and_restore_gives_the_cpu_back
                    wait=True, wait_timeout=60)
     assert not result.get("failed"), result
     vm = result["vms"][0]
-    assert vm["node"]["status"] == "applied", vm
+    assert vm["node"] == {"status": "applied", "cpu_limit": CAP_TEXT, "reason": None, "message": None}, vm
+    assert result["summary"]["report"] == ["%s/%s: 0.2 CPU, was unlimited (node: applied)" % (kubevirt.namespace, name)]
     assert kubevirt.cfs_quota(name) == CAP
     check_braked(unthrottled, kubevirt.cpu_rate(name), CAP)
 
@@ -68,6 +69,8 @@ def test_the_brake_holds_qemu_to_its_cap_in_place_and_restore_gives_the_cpu_back
     restored_result = brake(run_as, kubevirt, [name], state="restored", wait=True, wait_timeout=60)
     assert not restored_result.get("failed"), restored_result
     assert restored_result["vms"][0]["node"]["status"] == "applied", restored_result
+    # The pod had no limit, and none can be removed: restore raises it to the vCPU plus 1 CPU of headroom.
+    assert kubevirt.cfs_quota(name) == 2.0
     check_recovered(unthrottled, throttled, kubevirt.cpu_rate(name))
     assert snapshot(kubevirt, name) == before
 

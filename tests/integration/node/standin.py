@@ -81,11 +81,6 @@ class NodeFleet(Fleet):
         _pod, status = self.compute_status(name)
         return ((status.resources and status.resources.limits) or {}).get("cpu")
 
-    def wait_node_limit(self, name, cpu_limit, seconds=30):
-        """Until the node reports the compute container runs with `cpu_limit`."""
-        wait_for("the node running %s's compute container with a CPU limit of %s" % (name, cpu_limit),
-                 lambda: self.node_limit(name) == cpu_limit, seconds)
-
     def cgroup(self, name, controller):
         """The compute container's cgroup folder in `controller` (cgroup v1),
         or in the unified hierarchy (v2)."""
