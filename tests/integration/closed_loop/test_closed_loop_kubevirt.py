@@ -5,7 +5,7 @@ pressure of the lab host that stands for the VMs' node (lab-node-a): two
 cycles at once change the VM once, the kill switch holds it.
 
 A cycle containing a noisy VM and releasing it runs on the lab's real
-KubeVirt (tests/integration/kubevirt/test_closed_loop.py). These tests stay
+KubeVirt (tests/integration/kubevirt/test_loop_cycle.py). These tests stay
 on stand-ins, as real KubeVirt's controllers would act on the other tests'
 VMIs: no virt-handler runs, so the VMs' usage (KubeVirt's VMI metrics) is
 served by virt_handler_metrics through the real node_exporter textfile
