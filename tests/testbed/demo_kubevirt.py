@@ -1,12 +1,12 @@
-"""A running KubeVirt VM for the lab demo, shaped as KubeVirt creates it: a
-VirtualMachine, the VirtualMachineInstance it owns and its virt-launcher pod
-(labels, owners, node), on the lab's real node, whose kubelet runs the pod:
-its `compute` container burns one thread per vCPU, as a busy guest does. The
-lab has no KubeVirt controllers, so this script stands in for them (it marks
-the VMI Running with its pod); `restart` does what a VM restart does: a new
-VMI (new uid, no annotations) and a new launcher pod. `measure` prints the
-CPU the compute container used over a few seconds, from its cgroup, once the
-node runs it with the limit of the pod's spec.
+"""The lab demo's KubeVirt VM, on the lab's real KubeVirt (`lab up` starts
+it): a VirtualMachine of 2 vCPUs whose guest spins both (boot_sectors'
+until_stopped, never stopped), for which virt-controller renders a
+virt-launcher pod and in which virt-handler has QEMU (TCG) started.
+`restart` stops and starts it, as `virtctl restart` would (virt-api, which
+serves that, does not run in the lab): a new VMI and a new launcher pod.
+`measure` prints the CPU the compute container, which holds QEMU, used over
+a few seconds, from its cgroup, once the node runs it with the limit of the
+pod's spec.
 
 usage: demo_kubevirt.py up|restart|measure|down KUBECONFIG [NAME]
 """
@@ -18,133 +18,129 @@ import time
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+import boot_sectors
 import pod_cgroup
+import seed_kubevirt
 
-NAMESPACE = "lab"
+GROUP, VERSION = "kubevirt.io", "v1"
+NAMESPACE = os.environ.get("OVERCOMMIT_KUBEVIRT_NAMESPACE", "kubevirt-lab")
 NODE = os.environ.get("OVERCOMMIT_LAB_NODE", "oc-lab-node")
-IMAGE = os.environ.get("OVERCOMMIT_LAB_NODE_IMAGE", "overcommit.test/spinner:lab")
 TAINT = os.environ.get("OVERCOMMIT_LAB_NODE_TAINT", "overcommit.test/lab-node")
+DISKS = os.environ.get("OVERCOMMIT_KUBEVIRT_DISKS", "")
 VCPUS = 2
-DOMAIN = {"cpu": {"cores": VCPUS}, "memory": {"guest": "2Gi"}, "devices": {}}
 SECONDS = 3.0
+# From a VirtualMachine's start to QEMU running in its launcher, on two busy cores.
+START_SECONDS = 180
+
+
+def vmi(custom, name):
+    try:
+        return custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachineinstances", name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def running_launcher(core, custom, name):
+    """The VMI's running launcher pod, or None."""
+    found = vmi(custom, name)
+    if not found or found.get("status", {}).get("phase") != "Running":
+        return None
+    active = found["status"].get("activePods") or {}
+    pods = core.list_namespaced_pod(NAMESPACE, label_selector="vm.kubevirt.io/name=%s" % name).items
+    return next((p for p in pods if p.metadata.uid in active and p.status.phase == "Running"), None)
+
+
+def wait(what, check, seconds):
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            sys.exit("%s: not after %d s" % (what, seconds))
+        time.sleep(1)
+
+
+def wait_running(api_client, name, other_than=None):
+    core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+
+    def started():
+        pod = running_launcher(core, custom, name)
+        return pod if pod is not None and pod.metadata.name != other_than else None
+
+    pod = wait("VM %s/%s running in a launcher pod" % (NAMESPACE, name), started, START_SECONDS)
+    print("VM %s/%s runs as VMI uid %s in launcher pod %s on %s"
+          % (NAMESPACE, name, vmi(custom, name)["metadata"]["uid"], pod.metadata.name, NODE))
+    return pod
 
 
 def up(api_client, name):
-    custom = client.CustomObjectsApi(api_client)
-    vm = custom.create_namespaced_custom_object("kubevirt.io", "v1", NAMESPACE, "virtualmachines", {
-        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-        "metadata": {"name": name, "labels": {"app": "demo"}},
-        "spec": {"runStrategy": "Always", "template": {"metadata": {"labels": {"app": "demo"}},
-                                                       "spec": {"domain": DOMAIN}}},
-    })
-    start(api_client, name, vm["metadata"]["uid"])
+    disk = os.path.join(DISKS, name, "disk.img")
+    boot_sectors.write_disk(disk, "until_stopped", 1 << 20)
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "virtualmachines",
+        seed_kubevirt.vm_manifest(name, disk, TAINT, namespace=NAMESPACE, labels={"app": "demo"}, cores=VCPUS))
+    wait_running(api_client, name)
 
 
-def start(api_client, name, vm_uid):
-    custom = client.CustomObjectsApi(api_client)
-    core = client.CoreV1Api(api_client)
-    vmi = custom.create_namespaced_custom_object("kubevirt.io", "v1", NAMESPACE, "virtualmachineinstances", {
-        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
-        "metadata": {"name": name, "labels": {"app": "demo"},
-                     "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": name,
-                                          "uid": vm_uid, "controller": True, "blockOwnerDeletion": True}]},
-        "spec": {"domain": DOMAIN},
-    })
-    uid = vmi["metadata"]["uid"]
-    pod = core.create_namespaced_pod(NAMESPACE, {
-        "metadata": {
-            "generateName": "virt-launcher-%s-" % name,
-            "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": uid, "vm.kubevirt.io/name": name},
-            "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": name,
-                                 "uid": uid, "controller": True, "blockOwnerDeletion": True}],
-        },
-        "spec": {"nodeName": NODE, "hostNetwork": True, "automountServiceAccountToken": False,
-                 "terminationGracePeriodSeconds": 1,
-                 "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}],
-                 "containers": [{
-                     "name": "compute", "image": IMAGE, "imagePullPolicy": "Never",
-                     "command": ["/spinner", "spin", str(VCPUS)],
-                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
-    })
-    deadline = time.monotonic() + 60
-    while core.read_namespaced_pod(pod.metadata.name, NAMESPACE).status.phase != "Running":
-        if time.monotonic() > deadline:
-            sys.exit("pod %s is not running on %s after 60 s" % (pod.metadata.name, NODE))
-        time.sleep(0.5)
-    custom.patch_namespaced_custom_object_status(
-        "kubevirt.io", "v1", NAMESPACE, "virtualmachineinstances", name,
-        {"status": {"phase": "Running", "nodeName": NODE, "activePods": {pod.metadata.uid: NODE}}})
-    print("VM %s/%s runs as VMI uid %s in pod %s on %s" % (NAMESPACE, name, uid, pod.metadata.name, NODE))
+def set_run_strategy(api_client, name, strategy):
+    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "virtualmachines", name, {"spec": {"runStrategy": strategy}})
 
 
-def launcher(core, name):
-    pods = [p for p in core.list_namespaced_pod(NAMESPACE, label_selector="vm.kubevirt.io/name=%s" % name).items
-            if not p.metadata.deletion_timestamp]
-    if not pods:
-        sys.exit("VM %s/%s has no launcher pod" % (NAMESPACE, name))
-    return pods[0]
-
-
-def cpu_seconds(pod, status):
-    """CPU time of the compute container's cgroup."""
-    folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, "cpuacct")
-    if folder is None:
-        sys.exit("no cgroup of container %s of pod %s" % (status.container_id, pod.metadata.name))
-    return pod_cgroup.cpu_seconds(folder)
+def restart(api_client, name):
+    core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+    old = running_launcher(core, custom, name)
+    set_run_strategy(api_client, name, "Halted")
+    wait("VM %s/%s stopped" % (NAMESPACE, name), lambda: vmi(custom, name) is None, 120)
+    set_run_strategy(api_client, name, "Always")
+    wait_running(api_client, name, other_than=old.metadata.name if old else None)
 
 
 def measure(api_client, name):
     """Prints the CPU the VM's compute container uses, once its node runs it
     with the limit of the pod's spec (a resize is applied on the kubelet's
     next sync of the pod)."""
-    core = client.CoreV1Api(api_client)
-    deadline = time.monotonic() + 60
-    while True:
-        pod = launcher(core, name)
-        wanted = ((pod.spec.containers[0].resources.limits or {}).get("cpu"))
+    core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+
+    def applied():
+        pod = running_launcher(core, custom, name)
+        if pod is None:
+            return None
+        spec = next(c for c in pod.spec.containers if c.name == "compute")
         status = next(s for s in pod.status.container_statuses or [] if s.name == "compute")
         running = ((status.resources and status.resources.limits) or {}).get("cpu")
-        if running == wanted:
-            break
-        if time.monotonic() > deadline:
-            sys.exit("the node runs %s with a CPU limit of %s, not %s, after 60 s"
-                     % (pod.metadata.name, running, wanted))
-        time.sleep(0.5)
-    used, at = cpu_seconds(pod, status), time.monotonic()
-    time.sleep(SECONDS)
-    rate = (cpu_seconds(pod, status) - used) / (time.monotonic() - at)
-    print("VM %s/%s (%d vCPUs) used %.2f CPU over %g s, measured in its compute container's cgroup on %s; "
+        return (pod, status, running) if running == (spec.resources.limits or {}).get("cpu") else None
+
+    pod, status, running = wait("the node running %s/%s with the CPU limit of its launcher's spec"
+                                % (NAMESPACE, name), applied, 60)
+    folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, "cpuacct")
+    if folder is None:
+        sys.exit("no cgroup of container %s of pod %s" % (status.container_id, pod.metadata.name))
+    rate = pod_cgroup.cpu_rate(folder, SECONDS)
+    print("VM %s/%s (%d vCPUs) used %.2f CPU over %g s, measured in its compute container's cgroup (QEMU) on %s; "
           "the node runs it with a CPU limit of %s" % (NAMESPACE, name, VCPUS, rate, SECONDS, NODE, running or "none"))
 
 
-def stop(api_client, name):
-    custom = client.CustomObjectsApi(api_client)
-    core = client.CoreV1Api(api_client)
-    # No garbage collector runs in the lab: delete the launcher pods too.
-    for pod in core.list_namespaced_pod(NAMESPACE, label_selector="vm.kubevirt.io/name=%s" % name).items:
-        core.delete_namespaced_pod(pod.metadata.name, NAMESPACE, grace_period_seconds=0)
-    try:
-        custom.delete_namespaced_custom_object("kubevirt.io", "v1", NAMESPACE, "virtualmachineinstances", name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-
-
-def restart(api_client, name):
-    vm = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-        "kubevirt.io", "v1", NAMESPACE, "virtualmachines", name)
-    stop(api_client, name)
-    start(api_client, name, vm["metadata"]["uid"])
-
-
 def down(api_client, name):
-    stop(api_client, name)
+    """Deletes the VM (virt-controller stops its VMI, the kubelet its launcher)
+    and waits until its VMI is gone."""
+    custom = client.CustomObjectsApi(api_client)
     try:
-        client.CustomObjectsApi(api_client).delete_namespaced_custom_object(
-            "kubevirt.io", "v1", NAMESPACE, "virtualmachines", name)
+        uid = custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachines", name)["metadata"]["uid"]
+        custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "virtualmachines", name)
     except ApiException as exc:
         if exc.status != 404:
             raise
+        return
+    wait("VMI %s/%s gone" % (NAMESPACE, name), lambda: vmi(custom, name) is None, 120)
+    # KubeVirt keeps a ControllerRevision of each start, which no garbage collector removes in the lab.
+    apps = client.AppsV1Api(api_client)
+    for revision in apps.list_namespaced_controller_revision(NAMESPACE).items:
+        if any(ref.uid == uid for ref in revision.metadata.owner_references or []):
+            apps.delete_namespaced_controller_revision(revision.metadata.name, NAMESPACE)
 
 
 def main():
@@ -153,13 +149,12 @@ def main():
     api_client = config.new_client_from_config(config_file=kubeconfig)
     if action == "restart":
         restart(api_client, name)
-        return
-    if action == "measure":
+    elif action == "measure":
         measure(api_client, name)
-        return
-    down(api_client, name)
-    if action == "up":
-        up(api_client, name)
+    else:
+        down(api_client, name)
+        if action == "up":
+            up(api_client, name)
 
 
 if __name__ == "__main__":

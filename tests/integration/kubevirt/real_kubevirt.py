@@ -1,9 +1,9 @@
 """VirtualMachines on the lab's real KubeVirt (`tests/testbed/lab up
 kubevirt`): virt-controller renders each VMI's virt-launcher pod, the lab
 node's kubelet runs it, and virt-handler has the launcher start QEMU (TCG)
-on a boot-sector guest that spins its one vCPU or halts. Nothing here stands
-in for a KubeVirt component: the tests create VirtualMachines and read what
-KubeVirt and the kernel report. CPU is measured where the kubelet puts it,
+on a guest whose disk is one of boot_sectors' programs. Nothing here
+stands in for a KubeVirt component: the tests create VirtualMachines and
+read what KubeVirt and the kernel report. CPU is measured where the kubelet puts it,
 the compute container's cgroup, which holds QEMU."""
 
 import os
@@ -12,47 +12,19 @@ import uuid
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+import boot_sectors
 import pod_cgroup
 import seed_kubevirt
 from polling import wait_for
 
 GROUP, VERSION = "kubevirt.io", "v1"
 COMPUTE = "compute"
-# Boot sectors: `jmp $` spins one vCPU; `cli; hlt` halts it for good;
-# "until_stopped" (until_stopped.s) spins every vCPU until the disk's second
-# sector starts with a byte other than 0 (stop_guest writes it), reading that
-# sector through the BIOS after every 2^24 turns of its loop, then halts
-# them all: a tenant's job that ends.
-PROGRAMS = {"busy": b"\xeb\xfe", "idle": b"\xfa\xf4\xeb\xfd", "until_stopped": bytes.fromhex(
-        "fa31c08ed88ec08ed0bc007c8816fd7dc606007e00be967cbf0080b90f00f3a40f0116b87c0f20c00c010f22c0bb0800"
-        "8ee324fe0f22c031db8ee366bb0003e0fe646766c70300450c00e83e00646766c70308460c00e83200646766c7030846"
-        "0c00fbb80102b9020030f68a16fd7dbb007ecd13803e007e00750c66b900000001664975fcebdcfaf4ebfc66b9000010"
-        "00664975fcc331c08ed8803e007e0074f9faf4ebfc8d74000000000000000000ffff00000092cf000f00a87c0000")}
-# "light" wakes at each tick of a 100 Hz timer and counts 1.2 million loops
-# down before it halts again (the lab's duty guest, bench/lab_guests.py):
-# about half a CPU on the lab's machine alone, the same work every tick
-# whatever the host does, so it waits when the host's CPUs are busy.
-#     cli; PIT channel 0 at 100 Hz; sti
-#   tick: hlt; mov ecx,1200000; loop: dec ecx; jnz loop; jmp tick
-PROGRAMS["light"] = bytes.fromhex("fab036e643b09ce640b02ee640fbf466b9") + (1200000).to_bytes(4, "little") + \
-    bytes.fromhex("664975fcebf3")
-STOP_FLAG_OFFSET = 512
 DISK_BYTES = 1 << 20
 # Seconds a CPU rate is measured over.
 RATE_SECONDS = 3.0
 # From a VirtualMachine's creation to its QEMU running: the launcher pod's
 # start, virt-handler's sync and QEMU's, on two busy cores.
 START_SECONDS = 180
-
-
-def write_disk(path, program):
-    """A raw disk whose boot sector runs `program`, padded to a MiB: KubeVirt
-    gives QEMU its disks with O_DIRECT, whose reads must be whole blocks of
-    the file system, and stops the VM on a read error."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    code = PROGRAMS[program]
-    with open(path, "wb") as disk:
-        disk.write(code + bytes(510 - len(code)) + b"\x55\xaa" + bytes(DISK_BYTES - 512))
 
 
 class RealKubeVirt(object):
@@ -77,7 +49,7 @@ class RealKubeVirt(object):
         QEMU (wait_running waits for VMs created side by side)."""
         name = "oc-kv-" + uuid.uuid4().hex[:8]
         disk = os.path.join(self.disks, name, "disk.img")
-        write_disk(disk, program)
+        boot_sectors.write_disk(disk, program, DISK_BYTES)
         body = seed_kubevirt.vm_manifest(name, disk, self.taint, namespace=self.namespace, labels=labels,
                                          run_strategy="Always" if start else "Halted", cores=cores,
                                          cpu_request=cpu_request)
@@ -89,12 +61,7 @@ class RealKubeVirt(object):
 
     def stop_guest(self, name):
         """Ends the work of an "until_stopped" guest: it halts at its next read of the flag."""
-        fd = os.open(os.path.join(self.disks, name, "disk.img"), os.O_WRONLY)
-        try:
-            os.pwrite(fd, b"\x01", STOP_FLAG_OFFSET)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        boot_sectors.stop(os.path.join(self.disks, name, "disk.img"))
 
     def read(self, plural, name):
         return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)

@@ -1,4 +1,4 @@
-# The "until_stopped" guest of real_kubevirt.py: a boot sector that spins
+# The "until_stopped" guest of boot_sectors.py: a boot sector that spins
 # every vCPU until the first byte of the disk's second sector is not 0, then
 # halts them. Assembled with:
 #   as --32 -o until_stopped.o until_stopped.s
