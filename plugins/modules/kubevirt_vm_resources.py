@@ -260,8 +260,8 @@ vms:
     - name: tenant-a/web-1
       changed: true
       before: {class: shared, cpu_request: null, cpu_limit: null, memory_guest: 4Gi, memory_limit: 4Gi}
-      after: {class: shared, cpu_request: null, cpu_limit: "2", memory_guest: 4Gi, memory_limit: 4392Mi}
-      launcher_overhead: 296Mi
+      after: {class: shared, cpu_request: null, cpu_limit: "2", memory_guest: 4Gi, memory_limit: 4373Mi}
+      launcher_overhead: 276Mi
       running: true
       restart_required: true
       restart_reasons: [cpu_limit, memory_limit]

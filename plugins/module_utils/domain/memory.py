@@ -17,9 +17,12 @@ __metaclass__ = type
 
 MI = 2 ** 20
 GI = 2 ** 30
-# Components of KubeVirt's launcher overhead (pkg/virt-controller/services).
+# Components of KubeVirt's launcher overhead (GetMemoryOverhead, v1.7 to
+# v1.9): page tables of the VMI's memory request, the resident memory of
+# virt-launcher-monitor (25 Mi), virt-launcher (100 Mi), virtlogd (25 Mi),
+# virtqemud (40 Mi) and QEMU itself (30 Mi).
 PAGETABLE_DIVISOR = 512
-FIXED_OVERHEAD = 240 * MI
+FIXED_OVERHEAD = 220 * MI
 PER_VCPU_OVERHEAD = 8 * MI
 IOTHREAD_OVERHEAD = 8 * MI
 VIDEO_OVERHEAD = 32 * MI
@@ -27,11 +30,15 @@ DEDICATED_OVERHEAD = 100 * MI
 VFIO_OVERHEAD = GI
 
 
-def launcher_overhead(guest, vcpus, graphics=True, dedicated=False, vfio=False):
-    """Bytes KubeVirt adds for the launcher of a VM with `guest` bytes and
-    `vcpus` vCPUs. A running VMI reports the exact figure in
-    status.memory.memoryOverhead; prefer that when there is one."""
-    overhead = guest // PAGETABLE_DIVISOR + FIXED_OVERHEAD + PER_VCPU_OVERHEAD * vcpus + IOTHREAD_OVERHEAD
+def launcher_overhead(request, vcpus, graphics=True, dedicated=False, vfio=False):
+    """Bytes KubeVirt adds for the launcher of a VM whose VMI requests
+    `request` bytes of memory (its page tables are counted on the request,
+    not the guest memory) with `vcpus` vCPUs. A running VMI of a KubeVirt
+    that reports it has the exact figure in status.memory.memoryOverhead;
+    prefer that when there is one."""
+    # KubeVirt takes the request in kB, rounded up, for the page tables.
+    pagetables = -(-request // 1000) * 1000 // PAGETABLE_DIVISOR
+    overhead = pagetables + FIXED_OVERHEAD + PER_VCPU_OVERHEAD * vcpus + IOTHREAD_OVERHEAD
     if graphics:
         overhead += VIDEO_OVERHEAD
     if dedicated:

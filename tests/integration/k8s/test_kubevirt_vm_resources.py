@@ -121,12 +121,12 @@ def test_shared_template_sets_only_the_managed_fields_and_is_idempotent(run_as, 
     assert not result.get("failed"), result
     vm_result = result["vms"][0]
     assert vm_result["changed"] is True
-    # 4Gi/512 + 240Mi + 4 x 8Mi + 8Mi iothread, no video device.
-    assert vm_result["launcher_overhead"] == "288Mi"
-    assert vm_result["after"]["memory_limit"] == "4384Mi"
+    # The 3Gi request/512 + 220Mi + 4 x 8Mi + 8Mi iothread, no video device; the limit in whole Mi above it.
+    assert vm_result["launcher_overhead"] == "266Mi"
+    assert vm_result["after"]["memory_limit"] == "4363Mi"
     assert result["diff"][0]["before"]["memory_limit"] == "4Gi"
     spec = vms.domain(name)
-    assert spec["resources"] == {"requests": {"memory": "3Gi"}, "limits": {"cpu": "2", "memory": "4384Mi"}}
+    assert spec["resources"] == {"requests": {"memory": "3Gi"}, "limits": {"cpu": "2", "memory": "4363Mi"}}
     assert spec["devices"] == {"autoattachGraphicsDevice": False, "autoattachMemBalloon": False}
     assert spec["cpu"] == {"cores": 4} and spec["memory"] == {"guest": "4Gi"}
     vm = vms.read(name)

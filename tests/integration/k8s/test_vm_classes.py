@@ -3,9 +3,11 @@ KubeVirt CRD schemas validate every object: the playbook vm_classes.yml (role
 vm_classes, module kubevirt_instancetype) makes the cluster instancetypes and
 preferences, a second run changes nothing, check mode stores nothing, bad
 definitions are refused before any write; and kubevirt_vm_resources moves a
-running VM onto an instancetype, reporting the restart it needs. The lab runs
-no KubeVirt controllers: nothing resolves the instancetype into the VMI or
-sets RestartRequired, so the test reads what the modules wrote and said."""
+running VM onto an instancetype, reporting the restart it needs. These run
+without KubeVirt's controllers (they would act on the other tests' stand-in
+VMIs): the test reads what the modules wrote and said. What KubeVirt makes
+of the move is tested on the lab's real KubeVirt
+(tests/integration/kubevirt/test_instancetypes.py)."""
 
 import uuid
 

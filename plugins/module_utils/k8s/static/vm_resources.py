@@ -120,11 +120,12 @@ def vm_facts(vm, vmi, class_label):
     }
 
 
-def overhead(facts, dedicated, guest):
-    """KubeVirt's own figure when a VMI reports it, else its estimate."""
+def overhead(facts, dedicated, request):
+    """KubeVirt's own figure when a VMI reports it, else its estimate for a
+    VMI requesting `request` bytes of memory."""
     if facts["reported_overhead"]:
         return facts["reported_overhead"]
-    return memory.launcher_overhead(guest, facts["vcpus"], facts["graphics"], dedicated, facts["vfio"])
+    return memory.launcher_overhead(request, facts["vcpus"], facts["graphics"], dedicated, facts["vfio"])
 
 
 def effective_class(facts):
@@ -152,7 +153,8 @@ def audit(facts):
                           "memory (%s)" % (memory.mib(facts["memory_request"]), memory.mib(facts["guest"]))))
     if facts["guest"]:
         found.extend(memory.findings(facts["guest"], facts["memory_request"], facts["memory_limit"],
-                                     overhead(facts, cls == vm_class.DEDICATED, facts["guest"])))
+                                     overhead(facts, cls == vm_class.DEDICATED,
+                                              facts["memory_request"] or facts["guest"])))
     return [{"check": check, "message": message} for check, message in found]
 
 
@@ -181,8 +183,8 @@ def target(facts, request):
     if not guest:
         raise VmRefusal("the VM has neither memory.guest nor a memory request: set memory_guest")
     dedicated = cpu["dedicated"]
-    launcher = overhead(facts, dedicated, guest)
     mem_request = guest if dedicated else _pick(request["memory_request"], facts["memory_request"], (NONE,))
+    launcher = overhead(facts, dedicated, mem_request or guest)
     if dedicated and request["memory_request"] not in (None, NONE) and request["memory_request"] != guest:
         raise VmRefusal("memory_request=%s would overcommit a dedicated VM's memory: it requests its guest memory "
                         "(%s)" % (memory.mib(request["memory_request"]), memory.mib(guest)))
@@ -290,7 +292,7 @@ def plan_move(vm, facts, request, offers):
         raise VmRefusal("refusing to move a dedicated VM (%s) onto instancetype %s of the overcommitted class %s; use "
                         "force to override" % (why, given["name"], given["class"]))
     on_it = vm_instancetype.facts_on(facts, given)
-    launcher = overhead(on_it, given["dedicated"], given["guest"])
+    launcher = overhead(on_it, given["dedicated"], given["memory_request"] or given["guest"])
     broken = memory.findings(given["guest"], given["memory_request"], None, launcher)
     if broken:
         raise VmRefusal("instancetype %s breaks the memory rules: %s" % (given["name"], broken[0][1]))
