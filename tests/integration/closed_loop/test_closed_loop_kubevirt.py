@@ -1,26 +1,23 @@
-"""The closed loop's safety on KubeVirt VMs: playbooks/closed_loop.yml with
-kubevirt=true, run by ansible-playbook against the lab's real
+"""The closed loop's kill switch on KubeVirt VMs decided together with the
+lab hypervisor's libvirt guests: playbooks/closed_loop.yml with
+kubevirt=true on the lab's own inventory, against the lab's real
 kube-apiserver (KubeVirt's CRDs), its real Prometheus, and the real CPU
-pressure of the lab host that stands for the VMs' node (lab-node-a): two
-cycles at once change the VM once, the kill switch holds it.
+pressure of the lab host that stands for the VMs' node (lab-node-a); and
+host_pressure_info on a KubeVirt node without libvirt-python.
 
-A cycle containing a noisy VM and releasing it runs on the lab's real
-KubeVirt (tests/integration/kubevirt/test_loop_cycle.py). These tests stay
-on stand-ins, as real KubeVirt's controllers would act on the other tests'
-VMIs: no virt-handler runs, so the VMs' usage (KubeVirt's VMI metrics) is
-served by virt_handler_metrics through the real node_exporter textfile
-collector and scraped by the real Prometheus, at rates the test sets: the
-noisy VM burns its vCPU, the victim's vCPUs wait (steal). No kubelet runs,
-so the brake is judged by what the API server stored - the launcher pod's
-compute CPU limit after the resize. The host's contention is real: two
-spinning processes keep both of the machine's cores busy while the loop is
-to contain (the policy never throttles while the host has CPU to spare).
-
-The concurrency cycles run on an inventory whose hypervisor host is
-lab-node-a as a KubeVirt node (overcommit_libvirt false, its modules run by
-a Python without libvirt-python), as on a KubeVirt cluster; the kill-switch
-test runs on the lab's own inventory, where the KubeVirt VMs are decided
-together with the lab hypervisor's libvirt guests."""
+A cycle containing a noisy VM, two cycles at once, and the release run on
+the lab's real KubeVirt (tests/integration/kubevirt/test_loop_cycle.py).
+This one stays on stand-ins, as real KubeVirt's controllers would act on
+the other tests' VMIs, and the lab hypervisor does not stand for the real
+KubeVirt node: no virt-handler runs, so the VMs' usage (KubeVirt's VMI
+metrics) is served by virt_handler_metrics through the real node_exporter
+textfile collector and scraped by the real Prometheus, at rates the test
+sets: the noisy VM burns its vCPU, the victim's vCPUs wait (steal). No
+kubelet runs, so what the brake would do is judged by what the API server
+stored - the launcher pod's compute CPU limit. The host's contention is
+real: two spinning processes keep both of the machine's cores busy while
+the loop is to contain (the policy never throttles while the host has CPU
+to spare)."""
 
 import json
 import os
@@ -29,6 +26,7 @@ import sys
 
 import pytest
 
+from cycle_summary import summary_in
 from kubevirt_fleet import NAMESPACE, PREFIX, WINDOW_SECONDS, settle
 import playbook_forkserver
 from run_module import INVENTORY, ROOT, run_module
@@ -54,12 +52,6 @@ def environment(lab):
                 K8S_AUTH_KUBECONFIG=lab["OVERCOMMIT_KUBECONFIG_OPERATOR"])
 
 
-def summary_in(cycle_dir):
-    (name,) = os.listdir(str(cycle_dir))
-    with open(str(cycle_dir / name)) as handle:
-        return json.load(handle)
-
-
 def cycle(lab, tmp_path, fleet, inventory=INVENTORY, **extra):
     cycle_dir = tmp_path / ("cycle-%d" % len(os.listdir(str(tmp_path))))
     cycle_dir.mkdir()
@@ -67,41 +59,6 @@ def cycle(lab, tmp_path, fleet, inventory=INVENTORY, **extra):
                                         env=environment(lab))
     assert completed.returncode == 0, completed.stdout[-5000:] + completed.stderr[-2000:]
     return summary_in(cycle_dir), completed.stdout
-
-
-def throttles(fleet, name):
-    return [e for e in fleet.events(name) if e[1] == "CPULimitApplied"]
-
-
-@ON_KUBEVIRT_NODE
-def test_two_cycles_started_at_the_same_time_throttle_the_kubevirt_vm_once(
-        lab, tmp_path, noisy_kubevirt, kubevirt_node_inventory):
-    fleet, noisy = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"]
-    key = "kubevirt/%s/%s" % (NAMESPACE, noisy)
-    noisy_kubevirt["contention"].start()
-    settle()
-    runs = []
-    for index in range(2):
-        cycle_dir = tmp_path / ("cycles-%d" % index)
-        cycle_dir.mkdir()
-        runs.append((cycle_dir, subprocess.Popen(command(lab, cycle_dir, kubevirt_node_inventory,
-                                                         kubevirt_selector=fleet.selector),
-                                                 env=environment(lab),
-                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
-    summaries = []
-    for cycle_dir, process in runs:
-        output = process.communicate(timeout=600)[0]
-        assert process.returncode == 0, output[-5000:]
-        summaries.append(summary_in(cycle_dir))
-    noisy_kubevirt["contention"].stop()
-    assert all([(a["action"], a["object"]) for a in s["actions"]] == [("throttle", key)] for s in summaries), summaries
-    applied = [s for s in summaries if key in s["outcome"]["applied"]]
-    assert len(applied) == 1, [s["outcome"] for s in summaries]
-    other = [s for s in summaries if s is not applied[0]][0]
-    assert key in other["outcome"]["conflict"] + other["outcome"]["refused"], other["outcome"]
-    record = json.loads(fleet.annotations(noisy)[PREFIX + "cpu-limit-throttle"])
-    assert record["plan"] == applied[0]["cycle"]
-    assert len(throttles(fleet, noisy)) == 1, fleet.events(noisy)
 
 
 @ON_LAB_HYPERVISOR

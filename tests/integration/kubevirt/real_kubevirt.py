@@ -3,8 +3,8 @@ kubevirt`): virt-controller renders each VMI's virt-launcher pod, the lab
 node's kubelet runs it, and virt-handler has the launcher start QEMU (TCG)
 on a guest whose disk is one of boot_sectors' programs. Nothing here
 stands in for a KubeVirt component: the tests create VirtualMachines and
-read what KubeVirt and the kernel report. CPU is measured where the kubelet puts it,
-the compute container's cgroup, which holds QEMU."""
+read what KubeVirt and the kernel report. CPU is measured where the
+kubelet puts it, the compute container's cgroup, which holds QEMU."""
 
 import os
 import uuid

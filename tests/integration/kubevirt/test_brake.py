@@ -5,7 +5,7 @@ compute container in place. Judged by effect, against the same VM's own
 unthrottled rate in the same test: the CPU time of the container that holds
 QEMU falls to the cap; the VMI, its pod, its container and its QEMU process
 stay the same; KubeVirt's controllers leave the resize alone while they sync
-the VMI again; restore gives the CPU back.
+the VMI again; restore gives the CPU back; each leaves its Event on the VMI.
 
 KubeVirt's informers resync every 12 to 24 hours, which no test can wait
 for: the test makes both controllers sync the VMI (a label on it) and waits
@@ -71,6 +71,12 @@ def test_the_brake_holds_qemu_to_its_cap_in_place_and_restore_gives_the_cpu_back
     assert restored_result["vms"][0]["node"]["status"] == "applied", restored_result
     # The pod had no limit, and none can be removed: restore raises it to the vCPU plus 1 CPU of headroom.
     assert kubevirt.cfs_quota(name) == 2.0
+    # As documented: an Event on the VMI for the throttle and one for the restore, beside KubeVirt's own.
+    ours = [e for e in kubevirt.events(name) if e[1].startswith("CPULimit")]
+    assert [(e[0], e[1]) for e in ours] == [("Normal", "CPULimitApplied"), ("Normal", "CPULimitRestored")], ours
+    pod = kubevirt.running_pod(name).metadata.name
+    assert ours[0][2] == "compute CPU limit of pod %s set to 200m (was no limit)" % pod, ours
+    assert ours[1][2] == "compute CPU limit of pod %s raised from 200m to 2; cap lifted" % pod, ours
     check_recovered(unthrottled, throttled, kubevirt.cpu_rate(name))
     assert snapshot(kubevirt, name) == before
 
