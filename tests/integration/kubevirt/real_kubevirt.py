@@ -27,6 +27,34 @@ RATE_SECONDS = 3.0
 START_SECONDS = 180
 
 
+# An inventory whose one hypervisor host stands for the lab node as a
+# KubeVirt node (overcommit_libvirt false: its modules run by a Python
+# without libvirt-python), as on a KubeVirt cluster.
+NODE_INVENTORY = """
+all:
+  children:
+    hypervisors:
+      hosts:
+        kubevirt-node:
+          ansible_connection: local
+          ansible_python_interpreter: /usr/bin/python3
+          kubernetes_node: {node}
+          overcommit_libvirt: false
+    controllers:
+      hosts:
+        localhost:
+          ansible_connection: local
+          ansible_python_interpreter: "{{{{ ansible_playbook_python }}}}"
+"""
+
+
+def node_inventory(folder, node):
+    """The path of NODE_INVENTORY for `node`, written in `folder`."""
+    path = folder / "kubevirt-node.yml"
+    path.write_text(NODE_INVENTORY.format(node=node))
+    return str(path)
+
+
 class RealKubeVirt(object):
     """The VirtualMachines a test makes on the lab's KubeVirt, deleted by
     cleanup()."""
@@ -58,6 +86,19 @@ class RealKubeVirt(object):
         if start and wait:
             self.wait_running(name)
         return name
+
+    def noisy_pair(self, labels):
+        """A noisy neighbour and its victim, started side by side: "noisy",
+        three vCPUs all busy until stop_guest (sold 0.3 CPU, KubeVirt's
+        default cpuAllocationRatio of 10), and one busy vCPU sold 0.2 CPU.
+        The kubelet makes what each was sold its pod's CPU weight: the kernel
+        shares the machine's two cores out 3:2, the victim waits for a fifth
+        of what it wants. Returns (noisy, victim) once both run QEMU."""
+        noisy = self.vm("until_stopped", labels=labels, cores=3, wait=False)
+        victim = self.vm("busy", labels=labels, cpu_request="200m", wait=False)
+        for name in (noisy, victim):
+            self.wait_running(name)
+        return noisy, victim
 
     def stop_guest(self, name):
         """Ends the work of an "until_stopped" guest: it halts at its next read of the flag."""

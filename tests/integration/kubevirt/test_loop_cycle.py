@@ -15,12 +15,12 @@ sold 0.2 CPU: sold 0.1, it runs flat out at twice its entitlement, and the
 policy took it for the culprit in a cycle where the noisy VM's measured
 want dipped (a miss docs/policy.md explains); sold 0.8, it hardly waits, as
 the kernel's weights keep it whole. The tenants' CPU is measured at their
-compute containers before and under the brake, in the same test. The noisy guest's work ends when told (a flag on
-its disk), so the release is that of a tenant whose job finished.
+compute containers before and under the brake, in the same test. The noisy
+guest's work ends when told (a flag on its disk), so the release is that of
+a tenant whose job finished.
 
 The cycles run on an inventory whose one hypervisor host stands for the
-lab node (overcommit_libvirt false, its modules run by a Python without
-libvirt-python), as on a KubeVirt cluster. Each cycle takes two samples (a
+lab node (real_kubevirt.NODE_INVENTORY), as on a KubeVirt cluster. Each cycle takes two samples (a
 victim counts after waiting in 2 of the last 3); the policy's calm period
 and cooldown are shortened to 0 s, as an operator may set them."""
 
@@ -32,7 +32,6 @@ import time
 import uuid
 
 import pytest
-from kubernetes import client
 
 from cycle_summary import summary_in
 import playbook_forkserver
@@ -40,28 +39,13 @@ import pod_cgroup
 from kubevirt_fleet import PREFIX, cpus
 from measure import TOLERANCE_CPUS
 from prometheus_front import PrometheusFront
+from real_kubevirt import node_inventory
 from run_module import ROOT
 
 # Seconds of each rate Prometheus is asked for (5 of its 2-s scrapes of
 # virt-handler), and of each CPU rate the test measures at the cgroups.
 WINDOW, RATE_SECONDS = 10, 6
 POLICY = {"relax_calm_seconds": 0, "cooldown_seconds": 0, "relax_step_share": 0.2, "pressure_relax": 100.0}
-INVENTORY = """
-all:
-  children:
-    hypervisors:
-      hosts:
-        kubevirt-node:
-          ansible_connection: local
-          ansible_python_interpreter: /usr/bin/python3
-          kubernetes_node: {node}
-          overcommit_libvirt: false
-    controllers:
-      hosts:
-        localhost:
-          ansible_connection: local
-          ansible_python_interpreter: "{{{{ ansible_playbook_python }}}}"
-"""
 
 
 def settle(passed=0.0, window=WINDOW):
@@ -70,30 +54,12 @@ def settle(passed=0.0, window=WINDOW):
     time.sleep(window + 3 - passed)
 
 
-@pytest.fixture
-def lab_node_kept(kube_admin, lab):
-    """The lab node's annotations and taints as they were, put back after
-    the test (a cycle may store its state on the node, or gate it)."""
-    core = client.CoreV1Api(kube_admin)
-    name = lab["OVERCOMMIT_LAB_NODE"]
-    node = core.read_node(name)
-    before = dict(node.metadata.annotations or {})
-    taints = [t.to_dict() for t in node.spec.taints or []]
-    yield name
-    after = core.read_node(name).metadata.annotations or {}
-    added = dict((key, None) for key in after if key.startswith(PREFIX) and key not in before)
-    core.patch_node(name, {"metadata": {"annotations": dict(added, **dict((k, v) for k, v in before.items()
-                                                                          if k.startswith(PREFIX)))},
-                           "spec": {"taints": [dict((k, v) for k, v in t.items() if v is not None) for t in taints]}})
-
-
 class Cycles(object):
     """Runs playbooks/closed_loop.yml on the VMs of one selector, each run's summary kept."""
 
     def __init__(self, lab, folder, selector, node, prometheus):
         self.lab, self.folder, self.selector, self.prometheus = lab, folder, selector, prometheus
-        self.inventory = folder / "kubevirt-node.yml"
-        self.inventory.write_text(INVENTORY.format(node=node))
+        self.inventory = node_inventory(folder, node)
 
     def command(self, **extra):
         """(argv, the folder the cycle writes its summary to) of one cycle."""
@@ -142,10 +108,7 @@ def rates(kubevirt, names):
 def test_a_cycle_contains_a_noisy_kubevirt_vm_for_its_victim_and_releases_it_exactly_when_its_work_ends(
         lab, tmp_path, kubevirt, lab_node_kept):
     run = {"overcommit.test/cycle": uuid.uuid4().hex[:8]}
-    noisy = kubevirt.vm("until_stopped", labels=run, cores=3, wait=False)
-    victim = kubevirt.vm("busy", labels=run, cpu_request="200m", wait=False)
-    for name in (noisy, victim):
-        kubevirt.wait_running(name)
+    noisy, victim = kubevirt.noisy_pair(run)
     key, victim_key = ("kubevirt/%s/%s" % (kubevirt.namespace, name) for name in (noisy, victim))
     assert kubevirt.cfs_quota(noisy) is None and kubevirt.compute_limits(noisy).get("cpu") is None
     before = rates(kubevirt, [noisy, victim])

@@ -1,0 +1,76 @@
+"""Stage 2 on real KubeVirt, as operators run it: recommend.yml with
+kubevirt=true plans the throttle of a noisy VirtualMachine from
+virt-handler's own series in the lab's Prometheus and changes nothing;
+apply_plan.yml, run by the person who approved it, applies it once, and the
+kernel then holds QEMU's container to the planned cap. The noisy neighbour
+and its victim are real_kubevirt's noisy_pair; the plans are made and
+applied on an inventory whose host stands for the lab node. (That a VM
+changed by hand since its plan is refused is checked with stand-ins, in
+tests/integration/stage2/test_recommend_apply_kubevirt.py.)"""
+
+import json
+import time
+import uuid
+
+import pytest
+
+from kubevirt_fleet import PREFIX, cpus
+from measure import TOLERANCE_CPUS
+from real_kubevirt import node_inventory
+from run_module import run_playbook
+
+# Seconds of each rate Prometheus is asked for (5 of its 2-s scrapes of virt-handler).
+WINDOW = 10
+
+
+def test_recommend_plans_the_noisy_vms_throttle_changing_nothing_and_apply_plan_applies_it_once(
+        lab, tmp_path, kubevirt, lab_node_kept):
+    run = {"overcommit.test/plan": uuid.uuid4().hex[:8]}
+    noisy, victim = kubevirt.noisy_pair(run)
+    key = "kubevirt/%s/%s" % (kubevirt.namespace, noisy)
+    inventory = node_inventory(tmp_path, lab_node_kept)
+    env = {"K8S_AUTH_KUBECONFIG": lab["OVERCOMMIT_KUBECONFIG_OPERATOR"]}
+    before = kubevirt.cpu_rate(noisy)
+    # Until Prometheus' rate window holds only the seconds both VMs ran (the rate above took 3 of them).
+    time.sleep(WINDOW)
+
+    # A plan whose last sample catches the noisy VM's measured want in a dip
+    # plans nothing (docs/policy.md); the next one plans the throttle.
+    plans = []
+    for attempt in range(3):
+        plan_dir = tmp_path / ("plan-%d" % attempt)
+        made = run_playbook("recommend.yml", {
+            "plan_dir": str(plan_dir), "samples": 2, "interval": 2, "kubevirt": True,
+            "kubevirt_namespace": kubevirt.namespace,
+            "kubevirt_selector": "overcommit.test/plan=" + run["overcommit.test/plan"], "kubevirt_window": WINDOW, "prometheus_url": lab["OVERCOMMIT_PROMETHEUS_URL"]}, env=env, inventory=inventory)
+        assert made.returncode == 0, made.stdout[-4000:] + made.stderr[-2000:]
+        with open(str(plan_dir / "plan.json")) as handle:
+            plans.append(json.load(handle))
+        if [a for a in plans[-1]["actions"] if a.get("vm")]:
+            break
+    plan = plans[-1]
+    (action,) = [a for a in plan["actions"] if a.get("vm")] or [None]
+    assert action and (action["action"], action["object"], action["platform"], action["rule"]) == (
+        "throttle", key, "kubevirt", "contain"), [p["summary"] for p in plans]
+    # Nothing changed: no cap on either VM; the page plots the action from virt-handler's series.
+    for name in (noisy, victim):
+        assert kubevirt.cfs_quota(name) is None and PREFIX + "cpu-limit" not in kubevirt.annotations(name)
+    assert "%s/%s: CPUs used, steal and cap" % (kubevirt.namespace, noisy) in (plan_dir / "plan.html").read_text()
+
+    applied = run_playbook("apply_plan.yml", {"plan_file": str(plan_dir / "plan.json"), "requested_by": "approver"},
+                           env=env, inventory=inventory)
+    assert applied.returncode == 0, applied.stdout[-4000:]
+    assert "applied: %s: %s (contain)" % (key, action["change"]) in applied.stdout
+    # The kernel holds QEMU's container to the planned cap, against the VM's own rate before it.
+    assert kubevirt.cfs_quota(noisy) == pytest.approx(action["cpus"])
+    braked = kubevirt.cpu_rate(noisy)
+    assert braked <= action["cpus"] + TOLERANCE_CPUS < before, (before, braked, action["cpus"])
+    record = json.loads(kubevirt.annotations(noisy)[PREFIX + "cpu-limit-throttle"])
+    assert (record["plan"], record["by"]) == (plan["id"], "approver")
+    assert cpus(kubevirt.annotations(noisy)[PREFIX + "cpu-limit"]) == pytest.approx(action["cpus"])
+
+    again = run_playbook("apply_plan.yml", {"plan_file": str(plan_dir / "plan.json")}, env=env, inventory=inventory)
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert "already applied: %s" % key in again.stdout
+    assert kubevirt.cfs_quota(noisy) == pytest.approx(action["cpus"])
+    assert [e[1] for e in kubevirt.events(noisy) if e[1].startswith("CPULimit")] == ["CPULimitApplied"]
