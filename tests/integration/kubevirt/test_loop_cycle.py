@@ -89,8 +89,9 @@ class Cycles(object):
         started = []
         for _index in range(count):
             argv, cycle_dir = self.command()
-            started.append((cycle_dir, subprocess.Popen(argv, env=self.environment(), stdout=subprocess.PIPE,
-                                                         stderr=subprocess.STDOUT, text=True)))
+            process = subprocess.Popen(argv, env=self.environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True)
+            started.append((cycle_dir, process))
         summaries = []
         for cycle_dir, process in started:
             output = process.communicate(timeout=600)[0]
