@@ -33,10 +33,10 @@ def lab_node_kept(kube_admin, lab):
     name = lab["OVERCOMMIT_LAB_NODE"]
     node = core.read_node(name)
     before = dict(node.metadata.annotations or {})
-    taints = [t.to_dict() for t in node.spec.taints or []]
+    taints = core.api_client.sanitize_for_serialization(node.spec.taints or [])
     yield name
     after = core.read_node(name).metadata.annotations or {}
     added = dict((key, None) for key in after if key.startswith(PREFIX) and key not in before)
     core.patch_node(name, {"metadata": {"annotations": dict(added, **dict((k, v) for k, v in before.items()
                                                                           if k.startswith(PREFIX)))},
-                           "spec": {"taints": [dict((k, v) for k, v in t.items() if v is not None) for t in taints]}})
+                           "spec": {"taints": taints}})
