@@ -47,10 +47,10 @@ def measure(lab, name):
         if lab.running_pod(name) is None:
             return None
         running = lab.running_cpu_limit(name)
-        return (running or "none",) if running == lab.compute_limits(name).get("cpu") else None
+        return (running or "none") if running == lab.compute_limits(name).get("cpu") else None
 
-    running, = wait_for("the node running %s/%s with the CPU limit of its launcher's spec" % (lab.namespace, name),
-                        applied, RESIZE_SECONDS, interval=1.0)
+    running = wait_for("the node running %s/%s with the CPU limit of its launcher's spec" % (lab.namespace, name),
+                       applied, RESIZE_SECONDS, interval=1.0)
     print("VM %s/%s (%d vCPUs) used %.2f CPU over %g s, measured in its compute container's cgroup (QEMU) on %s; "
           "the node runs it with a CPU limit of %s"
           % (lab.namespace, name, VCPUS, lab.cpu_rate(name), RATE_SECONDS, NODE, running))
