@@ -214,7 +214,8 @@ SECRETS_PLAYBOOK = """
     - name: node_overcommit_info
       overcommit.control.node_overcommit_info: {{names: [lab-node-c]}}
     - name: node_admission, as a server-side dry run
-      overcommit.control.node_admission: {{names: [lab-node-c], taints: [{{key: oc-secrets-test}}], reason: secrets}}
+      # Other tests gate nodes of the lab side by side; the gated share is not what this checks.
+      overcommit.control.node_admission: {{names: [lab-node-c], taints: [{{key: oc-secrets-test}}], reason: secrets, max_gated_share: 1.0}}
       check_mode: true
     - name: kubevirt_vm_resources
       overcommit.control.kubevirt_vm_resources: {{namespace: lab, names: [{vm}], mode: audit}}
