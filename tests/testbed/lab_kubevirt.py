@@ -86,8 +86,29 @@ class LabKubeVirt(object):
                 return None
             return pod if self.qemu_pid(pod) else None
 
-        return wait_for("VM %s/%s running QEMU in a new launcher pod" % (self.namespace, name) if other_than else
-                        "VM %s/%s running QEMU" % (self.namespace, name), ready, START_SECONDS, interval=1.0)
+        what = "VM %s/%s running QEMU" % (self.namespace, name) + (" in a new launcher pod" if other_than else "")
+        try:
+            return wait_for(what, ready, START_SECONDS, interval=1.0)
+        except AssertionError as exc:
+            raise AssertionError("%s; %s" % (exc, self.describe(name)))
+
+    def describe(self, name):
+        """Where the VM's start stands, for a failure's message."""
+        vmi = self.vmi(name) or {}
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector="kubevirt.io=virt-launcher").items
+        return "its VMI %s is %s; launcher pods: %s (virt-handler.log in the lab's logs says more)" % (
+            vmi.get("metadata", {}).get("uid", "(none)"), vmi.get("status", {}).get("phase", "(no phase)"),
+            ", ".join("%s %s" % (pod.metadata.name, pod.status.phase) for pod in pods
+                      if pod.metadata.name.startswith("virt-launcher-%s-" % name)) or "none")
+
+    def pod_gone(self, pod_name):
+        try:
+            self.core.read_namespaced_pod(pod_name, self.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return False
 
     def set_run_strategy(self, name, strategy):
         self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, "virtualmachines", name,
@@ -95,11 +116,23 @@ class LabKubeVirt(object):
 
     def restart(self, name):
         """Stops the VM and starts it again, as `virtctl restart` would: its
-        VMI and launcher pod are new; returns the new pod once QEMU runs."""
+        VMI and launcher pod are new; returns the new pod once QEMU runs.
+
+        Starts again only once the old launcher pod is gone, not just its
+        VMI. A restart in the lab once stalled for good: the new launcher ran
+        but QEMU never started in it. The likeliest cause, read in
+        virt-handler v1.7.0 (pkg/virt-handler/vm.go, `execute`): a new VMI
+        seen while its name's old domain is still cached and the old launcher
+        still answers is returned from without being queued again, and once
+        the old VMI's cleanup has closed its notify pipe no event of the old
+        domain's end comes to queue it."""
         old = self.running_pod(name)
         self.set_run_strategy(name, "Halted")
         wait_for("VM %s/%s stopped" % (self.namespace, name), lambda: self.vmi(name) is None, STOP_SECONDS,
                  interval=1.0)
+        if old is not None:
+            wait_for("VM %s/%s's old launcher pod %s gone" % (self.namespace, name, old.metadata.name),
+                     lambda: self.pod_gone(old.metadata.name), STOP_SECONDS, interval=1.0)
         self.set_run_strategy(name, "Always")
         return self.wait_running(name, other_than=old.metadata.name if old else None)
 
