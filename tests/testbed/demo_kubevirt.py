@@ -44,10 +44,10 @@ def measure(lab, name):
     with the limit of the pod's spec (a resize is applied on the kubelet's
     next sync of the pod)."""
     def applied():
-        if lab.running_pod(name) is None:
+        limits = lab.cpu_limits(name)
+        if limits is None or limits[0] != limits[1]:
             return None
-        running = lab.running_cpu_limit(name)
-        return (running or "none") if running == lab.compute_limits(name).get("cpu") else None
+        return limits[1] or "none"
 
     running = wait_for("the node running %s/%s with the CPU limit of its launcher's spec" % (lab.namespace, name),
                        applied, RESIZE_SECONDS, interval=1.0)

@@ -165,17 +165,27 @@ class LabKubeVirt(object):
         assert pod is not None, "VM %s/%s has no running launcher pod" % (self.namespace, name)
         return pod, next(s for s in pod.status.container_statuses if s.name == COMPUTE)
 
+    def compute_spec(self, name):
+        """The compute container as the VM's running launcher pod's spec says."""
+        pod, _status = self.compute_status(name)
+        return next(c for c in pod.spec.containers if c.name == COMPUTE)
+
     def compute_limits(self, name):
         """The compute container's limits as its running launcher pod's spec says."""
-        pod, _status = self.compute_status(name)
-        container = next(c for c in pod.spec.containers if c.name == COMPUTE)
-        return container.resources.limits or {}
+        return dict(self.compute_spec(name).resources.limits or {})
 
-    def running_cpu_limit(self, name):
-        """The compute container's CPU limit as the node runs it (its status),
-        or None; a resize shows there on the kubelet's next sync of the pod."""
-        _pod, status = self.compute_status(name)
-        return ((status.resources and status.resources.limits) or {}).get("cpu")
+    def cpu_limits(self, name):
+        """The compute container's CPU limit as its launcher pod's spec says
+        and as the node runs it (its status: a resize shows there on the
+        kubelet's next sync of the pod), from one read of the pod; None
+        while no launcher pod runs."""
+        pod = self.running_pod(name)
+        if pod is None:
+            return None
+        spec = next(c for c in pod.spec.containers if c.name == COMPUTE)
+        status = next(s for s in pod.status.container_statuses if s.name == COMPUTE)
+        return ((spec.resources.limits or {}).get("cpu"),
+                ((status.resources and status.resources.limits) or {}).get("cpu"))
 
     def cgroup(self, name, controller):
         return pod_cgroup.compute_cgroup(*self.compute_status(name), controller=controller)

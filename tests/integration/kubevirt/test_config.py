@@ -11,9 +11,7 @@ KUBEVIRT_CR = {"namespace": "kubevirt", "name": "kubevirt"}
 
 
 def compute_cpu_request(kubevirt, name):
-    pod, _status = kubevirt.compute_status(name)
-    compute = next(c for c in pod.spec.containers if c.name == "compute")
-    return compute.resources.requests["cpu"]
+    return kubevirt.compute_spec(name).resources.requests["cpu"]
 
 
 def test_a_changed_cpu_allocation_ratio_is_the_cpu_request_of_the_next_launcher(run_as, kubevirt, kube_admin):

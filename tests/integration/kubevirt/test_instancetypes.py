@@ -35,8 +35,7 @@ def shared_class(kube_admin, run_as):
 
 
 def launcher_memory_request(kubevirt, name):
-    pod, _status = kubevirt.compute_status(name)
-    return next(c for c in pod.spec.containers if c.name == "compute").resources.requests["memory"]
+    return kubevirt.compute_spec(name).resources.requests["memory"]
 
 
 def test_a_running_vm_moved_onto_a_class_instancetype_restarts_into_it_as_planned(run_as, kubevirt, shared_class):

@@ -12,16 +12,10 @@ def restart_required(kubevirt, name):
     return any(c.get("type") == "RestartRequired" and c.get("status") == "True" for c in conditions)
 
 
-def compute_limits(kubevirt, name):
-    pod, _status = kubevirt.compute_status(name)
-    compute = next(c for c in pod.spec.containers if c.name == "compute")
-    return dict(compute.resources.limits or {})
-
-
 def test_a_changed_template_is_reported_restart_required_as_kubevirt_reports_it(run_as, kubevirt):
     name = kubevirt.vm("idle")
     pod_before = kubevirt.running_pod(name).metadata.name
-    assert "cpu" not in compute_limits(kubevirt, name) and not restart_required(kubevirt, name)
+    assert "cpu" not in kubevirt.compute_limits(name) and not restart_required(kubevirt, name)
 
     result = run_as("admin", "kubevirt_vm_resources", {"namespace": kubevirt.namespace, "names": [name],
                                                        "cpu_limit": "1", "force": True})
@@ -32,12 +26,12 @@ def test_a_changed_template_is_reported_restart_required_as_kubevirt_reports_it(
 
     # KubeVirt's own verdict, on the VM; the running launcher is untouched.
     wait_for("KubeVirt's RestartRequired condition on %s" % name, lambda: restart_required(kubevirt, name), 60)
-    assert kubevirt.running_pod(name).metadata.name == pod_before and "cpu" not in compute_limits(kubevirt, name)
+    assert kubevirt.running_pod(name).metadata.name == pod_before and "cpu" not in kubevirt.compute_limits(name)
     again = run_as("admin", "kubevirt_vm_resources", {"namespace": kubevirt.namespace, "names": [name],
                                                       "cpu_limit": "1", "force": True})
     assert not again["changed"] and again["vms"][0]["restart_required_condition"] is True, again
 
     kubevirt.restart(name)
-    assert compute_limits(kubevirt, name)["cpu"] == "1"
+    assert kubevirt.compute_limits(name)["cpu"] == "1"
     wait_for("the RestartRequired condition of %s gone after the restart" % name,
              lambda: not restart_required(kubevirt, name), 60)
