@@ -147,10 +147,13 @@ def test_a_cycle_contains_a_noisy_kubevirt_vm_for_its_victim_and_releases_it_exa
         assert len(applied) == 1 and applied[0][0] == "Normal", kubevirt.events(noisy)
         assert PREFIX + "cpu-limit" not in kubevirt.annotations(victim) and kubevirt.cfs_quota(victim) is None
 
-        # What the tenants got: the noisy VM falls to its cap; the victim loses nothing by it.
+        # What the tenants got: the noisy VM is held to its cap; the victim loses nothing by it.
+        # The cap lands near what the kernel's weights already give the noisy VM (about 1 CPU
+        # against about 1.2; in one run 1.036 against 1.025), within two measurements' noise
+        # of it, so how far it falls is not asked here: test_brake.py measures the brake
+        # against the same VM's unthrottled rate.
         braked = rates(kubevirt, [noisy, victim])
-        assert braked[noisy] <= cap + TOLERANCE_CPUS and before[noisy] - braked[noisy] >= (before[noisy] - cap) / 2, \
-            (cap, before, braked)
+        assert braked[noisy] <= cap + TOLERANCE_CPUS, (cap, before, braked)
         assert braked[victim] >= before[victim] - TOLERANCE_CPUS, (cap, before, braked)
 
         # The noisy tenant's work ends: the loop lets it go, exactly.
