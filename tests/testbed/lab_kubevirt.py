@@ -29,6 +29,12 @@ START_SECONDS = 180
 STOP_SECONDS = 120
 
 
+def compute_of(pod):
+    """(spec, status or None) of a launcher pod's compute container."""
+    spec = next(c for c in pod.spec.containers if c.name == COMPUTE)
+    return spec, next((s for s in pod.status.container_statuses or [] if s.name == COMPUTE), None)
+
+
 class LabKubeVirt(object):
     """The lab's KubeVirt namespace and node, as `lab up` wrote them to lab.env."""
 
@@ -163,12 +169,11 @@ class LabKubeVirt(object):
     def compute_status(self, name):
         pod = self.running_pod(name)
         assert pod is not None, "VM %s/%s has no running launcher pod" % (self.namespace, name)
-        return pod, next(s for s in pod.status.container_statuses if s.name == COMPUTE)
+        return pod, compute_of(pod)[1]
 
     def compute_spec(self, name):
         """The compute container as the VM's running launcher pod's spec says."""
-        pod, _status = self.compute_status(name)
-        return next(c for c in pod.spec.containers if c.name == COMPUTE)
+        return compute_of(self.compute_status(name)[0])[0]
 
     def compute_limits(self, name):
         """The compute container's limits as its running launcher pod's spec says."""
@@ -182,17 +187,16 @@ class LabKubeVirt(object):
         pod = self.running_pod(name)
         if pod is None:
             return None
-        spec = next(c for c in pod.spec.containers if c.name == COMPUTE)
-        status = next(s for s in pod.status.container_statuses if s.name == COMPUTE)
+        spec, status = compute_of(pod)
         return ((spec.resources.limits or {}).get("cpu"),
-                ((status.resources and status.resources.limits) or {}).get("cpu"))
+                ((status and status.resources and status.resources.limits) or {}).get("cpu"))
 
     def cgroup(self, name, controller):
         return pod_cgroup.compute_cgroup(*self.compute_status(name), controller=controller)
 
     def qemu_pid(self, pod):
         """The pid of the QEMU process in the pod's compute container, or None."""
-        status = next((s for s in pod.status.container_statuses or [] if s.name == COMPUTE), None)
+        status = compute_of(pod)[1]
         if status is None or not status.container_id:
             return None
         folder = pod_cgroup.container_cgroup(pod.metadata.uid, status.container_id, "cpuacct")
