@@ -56,7 +56,8 @@ def _round_times(measured, now):
 
 
 @filter_guard
-def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None):
+def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None,
+                   max_unmeasured_share=0.0):
     """measured: {host: {vm_rounds, pressure_rounds, round_times, node,
     paused}}; nodes: node_overcommit_info's nodes (or its result);
     kubevirt: kubevirt_vm_cpu_info's result (or its vms), read at the
@@ -68,7 +69,8 @@ def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plan
         ttl = float(ttl_seconds)
     except (TypeError, ValueError):
         raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
-    return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl, kubevirt)
+    return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl, kubevirt,
+                               max_unmeasured_share)
 
 
 @filter_guard

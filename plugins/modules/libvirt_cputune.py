@@ -69,11 +69,13 @@ options:
   cpus:
     description:
       - The cap in CPUs, for the whole domain (O(scope=domain)) or for each vCPU (O(scope=vcpu)).
+      - A number (V(2), V(0.5)) or millicores (V(500m)), the rule M(overcommit.control.kubevirt_vm_cpu_limit) and
+        the playbooks follow too.
       - It must be under the domain's vCPU count (O(scope=domain)) or under 1 (O(scope=vcpu)). A larger cap caps
         nothing (a value meant as millicores, V(500) for 500m, would be one), so that domain fails, naming O(cpus)
         and its vCPUs, before anything is written to it. O(force) does not override this.
       - Mutually exclusive with O(quota).
-    type: float
+    type: raw
   scope:
     description:
       - V(domain) caps the whole domain with C(global_period)/C(global_quota); V(vcpu) caps each vCPU
@@ -311,7 +313,7 @@ def main():
         dict(
             selection_argument_spec(),
             state=dict(type="str", default="throttled", choices=["throttled", "restored"]),
-            cpus=dict(type="float"),
+            cpus=dict(type="raw"),
             scope=dict(type="str", default="domain", choices=["domain", "vcpu"]),
             period=dict(type="int", default=100000),
             quota=dict(type="int"),

@@ -123,13 +123,14 @@ def known_names():
             | set(event_source_options()) | rulebooks | set(runtime.get("action_groups") or {}) | RECORD_NAMES)
 
 
-def yaml_blocks(text):
+def yaml_blocks(text, where="docs"):
+    """Every YAML block of a page, parsed. A block that does not parse fails:
+    an excerpt that is not YAML belongs in a ```text block."""
     for match in re.finditer(r"^```ya?ml\n(.*?)^```", text, re.S | re.M):
         try:
             yield yaml.safe_load(match.group(1))
-        except yaml.YAMLError:
-            # A fragment (an excerpt with "..." or a template) is not checked.
-            continue
+        except yaml.YAMLError as exc:
+            raise AssertionError("%s: a ```yaml block does not parse (%s):\n%s" % (where, exc, match.group(1)[:400]))
 
 
 def walk(node):
@@ -190,7 +191,7 @@ def wrong_names(block, modules, sources, roles):
 
 def test_options_and_role_variables_in_the_yaml_examples_exist():
     modules, sources, roles = module_options(), event_source_options(), role_variables()
-    blocks = [(path, block) for path, text in docs() for block in yaml_blocks(text)] + list(examples())
+    blocks = [(path, block) for path, text in docs() for block in yaml_blocks(text, path)] + list(examples())
     assert len(blocks) > 20, "the examples were not found"
     wrong = ["%s: %s" % (path, what) for path, block in blocks for what in wrong_names(block, modules, sources, roles)]
     assert not wrong, "\n".join(sorted(set(wrong)))

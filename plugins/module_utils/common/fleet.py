@@ -84,13 +84,14 @@ def found_nowhere(requested, host_results, field="domains"):
     it does not have, so a name skipped by every host that answered was a
     typo or a VM that is gone. host_results: each host's registered result
     (None for a host that did not run the task); the hosts that did not
-    answer are left out, and when none answered nothing is said."""
+    answer are left out, and when none answered every name is returned: no
+    host handled any of them."""
     if not isinstance(requested, list) or not all(isinstance(name, str) for name in requested):
         raise ValueRangeError(field, requested, "a list of names")
     summaries = [result["summary"] for result in host_results or []
                  if isinstance(result, dict) and isinstance(result.get("summary"), dict)]
     if not summaries:
-        return []
+        return list(requested)
     seen = set()
     for outcome in summaries:
         seen.update(outcome.get("changed") or [])

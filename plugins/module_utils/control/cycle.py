@@ -79,7 +79,10 @@ def summary(plan, outcomes, mode, check_mode=False):
     if mode == "dry_run":
         lines = ["dry run, nothing applied: %s" % line for line in plan.get("summary", [])]
     lines += ["held by the kill switch: %s: %s" % (a["object"], a.get("held")) for a in plan.get("held") or []]
+    if mode != "dry_run":
+        # A dry run's lines are the plan's summary, which names them already.
+        lines += ["not measured: %s: %s" % (s.get("host"), s.get("reason")) for s in plan.get("skipped") or []]
     return {"cycle": plan["id"], "time": plan["created"], "mode": mode, "check_mode": bool(check_mode),
             "actions": plan["actions"], "held": plan.get("held") or [], "deferred": plan.get("deferred") or [],
-            "notes": plan.get("notes") or [], "skipped": plan.get("skipped") or [], "outcome": totals,
-            "lines": lines or ["nothing to do"]}
+            "notes": plan.get("notes") or [], "skipped": plan.get("skipped") or [],
+            "unmeasured": plan.get("unmeasured") or {}, "outcome": totals, "lines": lines or ["nothing to do"]}

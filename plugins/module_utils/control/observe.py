@@ -153,33 +153,52 @@ def gate_effect(node):
     return "PreferNoSchedule"
 
 
+def _unreadable(result, key):
+    """Why a registered info module result read nothing, or None when it
+    read. The roles register these reads with failed_when false, which makes
+    `failed` false, so a result without its `key` (domains, cpus) failed too;
+    a failed read that still returned some (the other domains, when one
+    guest was restarting) is a read."""
+    if not isinstance(result, dict):
+        return "no result"
+    if result.get(key) is None or (result.get("failed") and not result.get(key)):
+        return result.get("msg") or "failed"
+    return None
+
+
 def _rounds_of(name, measured):
+    """The rounds of one host that read both its VMs and its pressure, and
+    why the others could not be read (the last reason per kind)."""
     if not isinstance(measured, dict):
         raise ValueRangeError("measured.%s" % name, measured, "the rounds the recommend role took on the host")
     vm_rounds, pressure_rounds = measured.get("vm_rounds") or [], measured.get("pressure_rounds") or []
     if not isinstance(vm_rounds, list) or not isinstance(pressure_rounds, list):
         raise ValueRangeError("measured.%s" % name, measured, "vm_rounds and pressure_rounds as lists")
-    usable = []
+    usable, reasons = [], {}
     for index, (vms, pressure) in enumerate(zip(vm_rounds, pressure_rounds)):
         # A round that failed on the host (libvirtd away, no PSI) decides
         # nothing; one where only some domains could not be read (a guest
         # restarting) decides about the others.
-        if not isinstance(vms, dict) or not isinstance(pressure, dict) or pressure.get("failed") \
-                or (vms.get("failed") and not vms.get("domains")):
+        unread_vms, unread_pressure = _unreadable(vms, "domains"), _unreadable(pressure, "cpus")
+        if unread_vms:
+            reasons["the VMs (libvirt_cputune_info)"] = unread_vms
+        if unread_pressure:
+            reasons["the CPU pressure (host_pressure_info)"] = unread_pressure
+        if unread_vms or unread_pressure:
             continue
         usable.append((index, [d for d in vms.get("domains") or [] if isinstance(d, dict) and not d.get("failed")],
                        pressure))
-    return usable
+    return usable, "; ".join("%s: %s" % item for item in sorted(reasons.items()))
 
 
 def _kubevirt_by_host(measured, kubevirt, skipped):
     """{host: [KubeVirt VMs on the node that host stands for]}; VMs on a
     node no measured host stands for go in `skipped`, per node."""
     if isinstance(kubevirt, dict):
-        if kubevirt.get("failed"):
+        unread = _unreadable(kubevirt, "vms")
+        if unread:
             # Kubernetes or Prometheus did not answer: no KubeVirt VM is decided about.
-            skipped.append({"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: %s"
-                                                          % (kubevirt.get("msg") or "failed")})
+            skipped.append({"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: %s" % unread})
             return {}
         kubevirt = kubevirt.get("vms")
     if kubevirt is None:
@@ -224,17 +243,18 @@ def rounds(measured, nodes=None, kubevirt=None):
     if not isinstance(measured, dict):
         raise ValueRangeError("measured", measured, "a dict of hypervisor host to its rounds")
     nodes_by_name = dict((n["name"], n) for n in nodes or [] if isinstance(n, dict) and n.get("name"))
-    per_host, skipped, seen = {}, [], {}
+    per_host, skipped, seen, whys = {}, [], {}, {}
     kubevirt_vms = _kubevirt_by_host(measured, kubevirt, skipped)
     for name in sorted(measured):
         if measured[name] is None:
             skipped.append({"host": name, "reason": "not measured (unreachable, or its play failed)"})
             continue
-        host_rounds = _rounds_of(name, measured[name])
+        host_rounds, why = _rounds_of(name, measured[name])
         if not host_rounds:
-            skipped.append({"host": name, "reason": "no round measured both its VMs and its pressure"})
+            skipped.append({"host": name, "reason": "no round measured both its VMs and its pressure"
+                                                    + (" (%s)" % why if why else "")})
             continue
-        per_host[name] = host_rounds
+        per_host[name], whys[name] = host_rounds, why
         node_name = measured[name].get("node")
         # Without the nodes read (Kubernetes not asked for) no node is missing.
         if node_name and nodes is not None and node_name not in nodes_by_name:
@@ -279,8 +299,8 @@ def rounds(measured, nodes=None, kubevirt=None):
                                           "the scrape interval?)" % (last + 1)})
     for name, host_rounds in sorted(per_host.items()):
         if host_rounds[-1][0] != last:
-            skipped.append({"host": name, "reason": "its last round (%d) could not be read: nothing is planned for it"
-                                                    % (last + 1)})
+            skipped.append({"host": name, "reason": "its last round (%d) could not be read: nothing is planned for it%s"
+                                                    % (last + 1, " (%s)" % whys[name] if whys[name] else "")})
     # The share of nodes gated at once is of the whole cluster read, not only
     # of the nodes that stand for a measured host.
     fleet = {"nodes": len(nodes_by_name),

@@ -94,12 +94,16 @@ def replay(measured, nodes, times, params=None, kubevirt=None):
     return {"last": last, "history": history, "seen": observed["seen"], "skipped": observed["skipped"]}
 
 
-def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None):
+def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None,
+              max_unmeasured_share=0.0):
     """The plan artefact of a recommend run (domain.plan.make's shape) with
-    the rounds it was decided over and the hosts it could not measure."""
+    the rounds it was decided over, the hosts it could not measure and
+    whether they fail the run (`unmeasured`)."""
+    verdict = plans.unmeasured([], 0, max_unmeasured_share)
     result = replay(measured, nodes, times, params, kubevirt)
     made = plans.make(result["last"], result["seen"], now, ttl_seconds)
     made.update(rounds=result["history"], skipped=result["skipped"],
+                unmeasured=plans.unmeasured(result["skipped"], len(measured), verdict["allowed_share"]),
                 parameters=policy.parameters(params),
                 # Every node as it was seen, acted on or not: the closed loop
                 # writes a node's state back with the gate it has.

@@ -8,6 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+import re
+
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 DEFAULT_PERIOD = 100000
@@ -17,6 +20,30 @@ QUOTA_RANGE = (1000, 17592186044415)
 UNLIMITED = -1
 SHARES_RANGE_V1 = (2, 262144)
 WEIGHT_RANGE_V2 = (1, 10000)
+
+
+# One rule for a number of CPUs given by a person, on every platform: a
+# number, or millicores as Kubernetes writes them ("500m" is 0.5).
+CPUS_ALLOWED = "a number of CPUs above 0, such as 2, 0.5 or \"500m\""
+_CPUS_TEXT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m?)\s*$")
+
+
+def parse_cpus(field, value):
+    """A number of CPUs above 0 from a number or a text ("2", "0.5",
+    "500m"); raises ValueRangeError naming `field` for anything else
+    (booleans, NaN, infinity, zero, negative, other units)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueRangeError(field, value, CPUS_ALLOWED)
+    if isinstance(value, str):
+        match = _CPUS_TEXT.match(value)
+        if not match:
+            raise ValueRangeError(field, value, CPUS_ALLOWED)
+        number = float(match.group(1)) / (1000.0 if match.group(2) else 1.0)
+    else:
+        number = float(value)
+    if not math.isfinite(number) or number <= 0 or number >= 2 ** 63:
+        raise ValueRangeError(field, value, CPUS_ALLOWED)
+    return number
 
 
 def check_range(field, value, bounds, extra=""):

@@ -107,6 +107,27 @@ def summary(plan):
     return lines
 
 
+def unmeasured(skipped, hosts, allowed_share=0.0):
+    """Whether what a run could not measure fails it: each entry of the
+    plan's `skipped` (a host, a node, a KubeVirt source or VM) counts as one
+    of the `hosts` the run was to measure, and more than `allowed_share` of
+    them fails the run. Returns {count, hosts, allowed_share, fail, msg}."""
+    try:
+        allowed_share = float(allowed_share)
+    except (TypeError, ValueError):
+        raise ValueRangeError("max_unmeasured_share", allowed_share, "a share from 0 to 1")
+    if not 0 <= allowed_share <= 1:
+        raise ValueRangeError("max_unmeasured_share", allowed_share, "a share from 0 to 1")
+    count, hosts = len(skipped or []), max(int(hosts or 0), 1)
+    fail = count > allowed_share * hosts
+    msg = ""
+    if fail:
+        msg = ("%d of %d hosts (or their KubeVirt VMs or nodes) could not be measured, more than max_unmeasured_share=%g "
+               "allows: %s" % (count, hosts, allowed_share,
+                               "; ".join("%s: %s" % (s.get("host"), s.get("reason")) for s in skipped)))
+    return {"count": count, "hosts": hosts, "allowed_share": allowed_share, "fail": fail, "msg": msg}
+
+
 def check(plan, now):
     """Refuses, before anything is applied, a plan that is not one or has
     expired. Returns the plan."""

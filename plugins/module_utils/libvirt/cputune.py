@@ -169,11 +169,13 @@ def check_request(params, check_mode):
     naming the field and the allowed values."""
     if params["floor"] < 0 or params["floor"] > 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
-    request = dict(params, check_mode=check_mode, cap=None,
+    # One rule for a number of CPUs on every platform: 2, 0.5 or "500m".
+    cpus = None if params["cpus"] is None else cpu.parse_cpus("cpus", params["cpus"])
+    request = dict(params, cpus=cpus, check_mode=check_mode, cap=None,
                    expected=check_expected(params.get("expected"), params["domains"], params["classes"]))
     if params["state"] == "throttled":
         request["cap"] = plan.cap_values(
-            vcpus=1, cpus=params["cpus"], scope=params["scope"], period=params["period"], quota=params["quota"],
+            vcpus=1, cpus=cpus, scope=params["scope"], period=params["period"], quota=params["quota"],
             shares=params["shares"], emulator_cpus=params["emulator_cpus"], emulator_quota=params["emulator_quota"])
     return request
 

@@ -23,12 +23,12 @@ def test_a_name_one_host_failed_or_left_alone_was_found():
     assert fleet.fleet_found_nowhere(["web-17", "web-18"], results) == []
 
 
-def test_hosts_that_did_not_run_the_task_are_left_out_and_none_says_nothing():
+def test_hosts_that_did_not_run_the_task_are_left_out_and_when_none_ran_it_no_name_was_handled():
     # A host that failed before the task registered a result without a summary, or none at all.
     assert fleet.fleet_found_nowhere(["web-17"], [None, {"failed": True, "msg": "unreachable"}, host(skipped=["web-17"])]) == [
         "web-17"]
-    assert fleet.fleet_found_nowhere(["web-17"], [None, {"msg": "unreachable"}]) == []
-    assert fleet.fleet_found_nowhere(["web-17"], []) == []
+    assert fleet.fleet_found_nowhere(["web-17"], [None, {"msg": "unreachable"}]) == ["web-17"]
+    assert fleet.fleet_found_nowhere(["web-17", "web-18"], []) == ["web-17", "web-18"]
 
 
 def test_names_that_are_not_a_list_of_strings_fail_naming_the_field():

@@ -1,5 +1,8 @@
 import ssl
+
 from urllib.error import URLError
+
+import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
 from ansible_collections.overcommit.control.plugins.module_utils.prometheus import client as prometheus
@@ -34,10 +37,9 @@ def test_prometheus_does_not_retry_a_certificate_refusal():
     prometheus.open_url = refuse
     try:
         client = prometheus.PrometheusClient("https://prometheus.example:9090", retry_seconds=5)
-        try:
+        with pytest.raises(prometheus.PrometheusError) as error:
             client.query("up")
-        except prometheus.PrometheusError as exc:
-            assert "prometheus_validate_certs: false" in str(exc)
+        assert "prometheus_validate_certs: false" in str(error.value)
     finally:
         prometheus.open_url = original
     assert calls == [1] and client.retry_log.attempts == 0

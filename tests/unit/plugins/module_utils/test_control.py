@@ -170,9 +170,32 @@ def test_rounds_skip_hosts_not_measured_or_whose_rounds_all_failed_saying_why():
     out = observe.rounds({"hv-1": measured(node=None), "hv-2": None, "hv-3": failed}, k8s_nodes())
     assert out["skipped"] == [
         {"host": "hv-2", "reason": "not measured (unreachable, or its play failed)"},
-        {"host": "hv-3", "reason": "no round measured both its VMs and its pressure"}]
+        {"host": "hv-3", "reason": "no round measured both its VMs and its pressure (the CPU pressure "
+                                   "(host_pressure_info): no PSI; the VMs (libvirt_cputune_info): libvirtd away)"}]
     assert [len(hosts) for _position, hosts, _vms in out["rounds"]] == [1, 1, 1]
     assert set(out["seen"]) == {"hv-1/noisy", "hv-1/victim-1", "hv-1/victim-2", "hv-1/db"}
+
+
+def test_a_read_registered_with_failed_when_false_is_still_a_failed_read():
+    # failed_when: false registers failed=False; the module's message and the
+    # missing result are what is left of the failure.
+    unread = measured(rounds=2)
+    unread["vm_rounds"] = [{"changed": False, "failed": False, "failed_when_result": False,
+                            "msg": "cannot connect to qemu:///system"}] * 2
+    out = observe.rounds({"hv-1": measured(node=None), "hv-3": unread})
+    assert out["skipped"] == [{"host": "hv-3", "reason": "no round measured both its VMs and its pressure (the VMs "
+                                                         "(libvirt_cputune_info): cannot connect to qemu:///system)"}]
+    # The same for the KubeVirt read.
+    out = observe.rounds({"hv-1": measured(node=None)}, kubevirt={"failed": False, "msg": "Prometheus: refused"})
+    assert out["skipped"] == [{"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: Prometheus: refused"}]
+
+
+def test_only_a_last_round_that_failed_says_why_nothing_is_planned_for_its_host():
+    late = measured(rounds=2)
+    late["vm_rounds"][1] = {"failed": False, "msg": "libvirtd restarting"}
+    out = observe.rounds({"hv-1": late, "hv-2": measured(rounds=2, node=None)})
+    assert out["skipped"] == [{"host": "hv-1", "reason": "its last round (2) could not be read: nothing is planned "
+                                                         "for it (the VMs (libvirt_cputune_info): libvirtd restarting)"}]
 
 
 def test_a_node_named_by_a_host_but_not_in_kubernetes_is_noted_and_not_gated():
@@ -215,7 +238,22 @@ def test_a_host_whose_last_round_failed_is_named_as_not_planned():
     flaky["vm_rounds"][-1] = {"failed": True, "msg": "libvirtd away"}
     made = recommend.recommend({"hv-1": measured(node=None), "hv-2": dict(flaky, node=None)}, None, TIMES, NOW)
     assert [a["object"] for a in made["actions"]] == ["hv-1/noisy"]
-    assert made["skipped"] == [{"host": "hv-2", "reason": "its last round (3) could not be read: nothing is planned for it"}]
+    assert made["skipped"] == [{"host": "hv-2", "reason": "its last round (3) could not be read: nothing is planned "
+                                                          "for it (the VMs (libvirt_cputune_info): libvirtd away)"}]
+    # Any host not measured fails the run unless the operator allows a share of them.
+    assert made["unmeasured"]["fail"] and made["unmeasured"]["count"] == 1 and made["unmeasured"]["hosts"] == 2
+    assert "hv-2: its last round (3)" in made["unmeasured"]["msg"]
+    allowed = recommend.recommend({"hv-1": measured(node=None), "hv-2": dict(flaky, node=None)}, None, TIMES, NOW,
+                                  max_unmeasured_share=0.5)
+    assert not allowed["unmeasured"]["fail"] and allowed["unmeasured"]["msg"] == ""
+    assert not recommend.recommend({"hv-1": measured(node=None)}, None, TIMES, NOW)["unmeasured"]["fail"]
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, "half", None])
+def test_a_share_of_unmeasured_hosts_outside_0_to_1_is_refused_naming_it(share):
+    with pytest.raises(ValueRangeError) as error:
+        recommend.recommend({"hv-1": measured(node=None)}, None, TIMES, NOW, max_unmeasured_share=share)
+    assert "max_unmeasured_share=" in str(error.value)
 
 
 # ---------------------------------------------------------------- recommend: the replay

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The controller side of overcommit.control.playbook_input: reads the run's
+variables, its -e names and the inventory, and leaves every judgement to
+plugin_utils.playbook_input."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import lookup_loader
+from ansible.utils.vars import load_extra_vars
+
+from ansible_collections.overcommit.control.plugins.plugin_utils import playbook_input
+
+ARGUMENT_SPEC = dict(
+    playbook=dict(type="str", required=True),
+    variables=dict(type="dict", required=True),
+    required=dict(type="list", elements="str", default=[]),
+    one_of=dict(type="list", elements="list", default=[]),
+    host_groups=dict(type="list", elements="dict", default=[]),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        spec = args["variables"]
+        given = dict((name, self._templar.template(task_vars[name])) for name in spec if name in task_vars)
+        typed = load_extra_vars(self._loader).keys()
+        errors, values = playbook_input.check(args["playbook"], spec, given, typed, args["required"], args["one_of"])
+        hosts_of = lookup_loader.get("ansible.builtin.inventory_hostnames", loader=self._loader, templar=self._templar)
+        patterns = set(given.get(group.get("variable"), group.get("default")) for group in args["host_groups"])
+        matched = dict((pattern, len(hosts_of.run([pattern], variables=task_vars))) for pattern in patterns if pattern)
+        errors.extend(playbook_input.empty_host_groups(args["playbook"], args["host_groups"], given, matched))
+        result.update(changed=False, values=values, hosts=matched)
+        if errors:
+            result.update(failed=True, errors=errors, msg="%s: %s" % (args["playbook"], "; ".join(errors)))
+        else:
+            result["msg"] = "%s: variables checked" % args["playbook"]
+        return result

@@ -1,0 +1,231 @@
+# -*- coding: utf-8 -*-
+# Copyright: overcommit.control contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The variables a playbook is run with, checked before anything runs: each
+value against its kind, named as the user typed it; targets and reasons that
+would do nothing refused; a variable the playbook does not read but whose
+name is close to one it does named beside it; the host groups the playbook
+needs matched by at least one host. Pure: no I/O.
+
+A spec is {variable: kind} or {variable: {kind: ..., choices: [...]}}, the
+kinds in KINDS."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import math
+
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import CPUS_ALLOWED, parse_cpus
+# Booleans as Ansible reads them from -e key=value.
+_TRUE = ("true", "yes", "on", "1", "y", "t")
+_FALSE = ("false", "no", "off", "0", "n", "f")
+# A playbook run with more names than this is a mistake (a whole CMDB pasted in).
+MAX_NAMES = 5000
+MAX_NAME_CHARS = 253
+# How close an unknown name must be to a known one to be taken for a typo of it.
+TYPO_CUTOFF = 0.75
+
+
+def _names(field, value, choices=None):
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueRangeError(field, value, "a list of names, such as [\"web-17\", \"web-18\"]")
+    if not value:
+        raise ValueRangeError(field, value, "at least one name (an empty list targets nothing)")
+    if len(value) > MAX_NAMES:
+        raise ValueRangeError(field, "%d names" % len(value), "at most %d names in one run" % MAX_NAMES)
+    seen = set()
+    for name in value:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueRangeError(field, name, "names as non-empty text")
+        if len(name) > MAX_NAME_CHARS:
+            raise ValueRangeError(field, name[:16] + "...", "names of at most %d characters" % MAX_NAME_CHARS)
+        if choices and name not in choices:
+            raise ValueRangeError(field, name, ", ".join(choices))
+        if name in seen:
+            raise ValueRangeError(field, name, "each name once (it is given twice)")
+        seen.add(name)
+    return list(value)
+
+
+def _number(field, value, allowed):
+    if isinstance(value, bool):
+        raise ValueRangeError(field, value, allowed)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueRangeError(field, value, allowed)
+    if not math.isfinite(number) or abs(number) >= 2 ** 63:
+        raise ValueRangeError(field, value, allowed)
+    return number
+
+
+def _text(field, value):
+    if not isinstance(value, str) or not value.strip():
+        raise ValueRangeError(field, value, "a non-empty text")
+    return value
+
+
+def _bool(field, value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueRangeError(field, value, "true or false")
+
+
+def _count(field, value):
+    number = _number(field, value, "a whole number, at least 1")
+    if number != int(number) or number < 1:
+        raise ValueRangeError(field, value, "a whole number, at least 1")
+    return int(number)
+
+
+def _seconds(field, value):
+    number = _number(field, value, "a number of seconds above 0")
+    if number <= 0:
+        raise ValueRangeError(field, value, "a number of seconds above 0")
+    return number
+
+
+def _seconds_or_zero(field, value):
+    number = _number(field, value, "a number of seconds, 0 or more")
+    if number < 0:
+        raise ValueRangeError(field, value, "a number of seconds, 0 or more")
+    return number
+
+
+def _share(field, value):
+    number = _number(field, value, "a share from 0 to 1")
+    if not 0 <= number <= 1:
+        raise ValueRangeError(field, value, "a share from 0 to 1")
+    return number
+
+
+def _mapping(field, value):
+    if not isinstance(value, dict):
+        raise ValueRangeError(field, value, "a mapping of names to values")
+    return value
+
+
+def _choice(field, value, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueRangeError(field, value, ", ".join(choices))
+    return value
+
+
+def _hosts(field, value):
+    return _text(field, value)
+
+
+KINDS = {
+    "names": _names,
+    "cpus": parse_cpus,
+    "text": _text,
+    "bool": _bool,
+    "count": _count,
+    "seconds": _seconds,
+    "seconds_or_zero": _seconds_or_zero,
+    "share": _share,
+    "mapping": _mapping,
+    "choice": _choice,
+    # A host pattern (a group name, or "a:&b"); checked for hosts by the caller.
+    "hosts": _hosts,
+    # Read as given: its role checks it.
+    "any": lambda field, value: value,
+}
+
+
+def _rule(field, rule):
+    if isinstance(rule, str):
+        rule = {"kind": rule}
+    if not isinstance(rule, dict) or rule.get("kind") not in KINDS:
+        raise ValueRangeError("variables.%s" % field, rule, "one of " + ", ".join(sorted(KINDS)))
+    return rule
+
+
+def check_value(field, value, rule):
+    """The value as the playbook may use it; raises ValueRangeError naming
+    `field` (the variable as the user typed it)."""
+    rule = _rule(field, rule)
+    if rule.get("choices") is not None:
+        if rule["kind"] == "names":
+            return _names(field, value, rule["choices"])
+        return _choice(field, value, rule["choices"])
+    return KINDS[rule["kind"]](field, value)
+
+
+def close_name(name, known):
+    """The known variable an unknown one is most likely a typo of, or None."""
+    matches = difflib.get_close_matches(name, sorted(known), n=1, cutoff=TYPO_CUTOFF)
+    return matches[0] if matches else None
+
+
+def check(playbook, variables, given, typed=(), required=(), one_of=()):
+    """Every problem with the variables of a run of `playbook`, one line
+    each, and the values as checked.
+
+    variables: the spec; given: {name: value} of the spec's variables the
+    run has; typed: every name the user passed (-e), to find typos of the
+    spec's names in; required: names that must be given; one_of: lists of
+    names of which at least one must be given."""
+    errors, values = [], {}
+    for name in sorted(set(typed) - set(variables)):
+        if name.startswith("ansible_"):
+            continue
+        known = close_name(name, variables)
+        if known is not None:
+            errors.append("%s is not a variable of %s: did you mean %s?" % (name, playbook, known))
+    for name in required:
+        if name not in given:
+            errors.append("%s needs %s (%s); pass it with -e" % (playbook, name, _allowed(variables.get(name))))
+    for names in one_of:
+        if not any(name in given for name in names):
+            errors.append("%s needs one of %s; pass it with -e" % (playbook, ", ".join(names)))
+    for name in sorted(given):
+        if name not in variables:
+            continue
+        try:
+            values[name] = check_value(name, given[name], variables[name])
+        except ValueRangeError as exc:
+            errors.append(str(exc))
+    return errors, values
+
+
+def _allowed(rule):
+    """What a kind allows, in words, for "needs X (...)"."""
+    if rule is None:
+        return "see the playbook's header"
+    rule = _rule("variable", rule)
+    if rule.get("choices"):
+        return "one of " + ", ".join(rule["choices"])
+    return {"names": "a list of names", "cpus": CPUS_ALLOWED, "text": "a non-empty text", "bool": "true or false",
+            "count": "a whole number, at least 1", "seconds": "a number of seconds above 0",
+            "seconds_or_zero": "a number of seconds, 0 or more",
+            "share": "a share from 0 to 1", "mapping": "a mapping", "hosts": "a group or host pattern",
+            "any": "see the playbook's header"}[rule["kind"]]
+
+
+def empty_host_groups(playbook, groups, given, matched):
+    """Problems with the host groups a run needs: groups is a list of
+    {variable, default, when: [names]} (the group is needed when any of
+    `when` is given, or always without `when`; without `variable` the group
+    is fixed); matched: {pattern: number of hosts it matches}. One line per
+    group that matches no host."""
+    errors = []
+    for group in groups:
+        needed_by = group.get("when")
+        if needed_by and not any(name in given for name in needed_by):
+            continue
+        variable = group.get("variable")
+        pattern = given.get(variable, group["default"]) if variable else group["default"]
+        if matched.get(pattern):
+            continue
+        if variable:
+            errors.append("no host of the inventory is in %s, the hosts %s acts on (choose them with -e %s=GROUP)"
+                          % (pattern, playbook, variable))
+        else:
+            errors.append("no host of the inventory is in the group %s, the hosts %s acts on" % (pattern, playbook))
+    return errors
