@@ -187,3 +187,91 @@ def test_alertmanager_refuses_arguments_that_do_not_go_together_before_listening
     with pytest.raises(ValueError) as refused:
         collect(alertmanager, dict(args, port=free_port()))
     assert field in str(refused.value)
+
+
+async def read_status(reader):
+    line = await asyncio.wait_for(reader.readline(), 5)
+    return int(line.split()[1]) if line else None
+
+
+@pytest.mark.parametrize("sent", [
+    b"POST /alerts HTTP/1.1\r\nHost: x\r\n",  # half a head, then nothing
+    b"POST /alerts HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"version\"",  # half a body
+])
+def test_alertmanager_answers_a_stalled_sender_408_within_read_timeout_and_hangs_up(caplog, sent):
+    port = free_port()
+    outcome = {}
+
+    async def exchange(queue):
+        await asyncio.sleep(0.2)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(sent)
+        await writer.drain()
+        started = asyncio.get_running_loop().time()
+        outcome["status"] = await read_status(reader)
+        outcome["waited"] = asyncio.get_running_loop().time() - started
+        outcome["closed"] = await asyncio.wait_for(reader.read(), 5) is not None
+        writer.close()
+    with caplog.at_level("WARNING"):
+        found = collect(alertmanager, {"port": port, "read_timeout": 0.5}, until=exchange)
+    assert outcome["status"] == 408 and outcome["closed"] and found == []
+    # Answered after the timeout, not before it (and not never).
+    assert 0.4 <= outcome["waited"] < 4, outcome
+    assert any("(HTTP 408): 1 refused so far" in r.getMessage() for r in caplog.records)
+
+
+def test_alertmanager_answers_503_past_max_connections_and_serves_again_once_they_close():
+    port = free_port()
+    statuses = []
+
+    async def exchange(queue):
+        await asyncio.sleep(0.2)
+        held = [await asyncio.open_connection("127.0.0.1", port) for _connection in range(2)]
+        await asyncio.sleep(0.1)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        statuses.append(await read_status(reader))
+        writer.close()
+        for _reader, held_writer in held:
+            held_writer.close()
+        await asyncio.sleep(0.2)
+        statuses.append(await post(port, json.dumps(NOTIFICATION).encode()))
+    collect(alertmanager, {"port": port, "max_connections": 2, "read_timeout": 30}, until=exchange)
+    assert statuses == [503, 202]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "hv-1.example.com"])
+def test_alertmanager_refuses_to_listen_off_loopback_without_credentials(host):
+    with pytest.raises(ValueError) as refused:
+        alertmanager.Endpoint({"host": host, "port": free_port()})
+    assert "host=%s is off loopback" % host in str(refused.value) and "allow_unauthenticated" in str(refused.value)
+
+
+def test_alertmanager_off_loopback_says_what_is_exposed_each_start(caplog):
+    with caplog.at_level("WARNING"):
+        alertmanager.Endpoint({"host": "0.0.0.0", "allow_unauthenticated": True})
+        alertmanager.Endpoint({"host": "0.0.0.0", "token": "t0ken"})
+        alertmanager.Endpoint({"host": "127.0.0.1"})
+        alertmanager.Endpoint({"host": "localhost"})
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 3, messages
+    assert "without credentials (allow_unauthenticated)" in messages[0]
+    assert "without HTTPS" in messages[1] and "alerts travel in clear" in messages[1]
+    assert "alerts and credentials travel in clear" in messages[2] and "t0ken" not in messages[2]
+
+
+@pytest.mark.parametrize("args, field", [({"read_timeout": 0}, "read_timeout"),
+                                         ({"max_connections": 0}, "max_connections")])
+def test_alertmanager_refuses_bounds_that_bound_nothing(args, field):
+    with pytest.raises(ValueError) as refused:
+        alertmanager.Endpoint(args)
+    assert field in str(refused.value)
+
+
+@pytest.mark.parametrize("value, allowed", [("true", True), ("False", False), ("", False), (True, True)])
+def test_alertmanager_takes_allow_unauthenticated_as_a_rulebook_renders_it(value, allowed):
+    args = {"host": "0.0.0.0", "allow_unauthenticated": value}
+    if allowed:
+        assert alertmanager.Endpoint(args).credentials == []
+    else:
+        with pytest.raises(ValueError):
+            alertmanager.Endpoint(args)

@@ -24,9 +24,14 @@ description:
     O(certfile) and O(keyfile) (HTTPS) and O(token) or O(basic_auth_username) and O(basic_auth_password), which
     Alertmanager's C(http_config) sends (C(authorization) or C(basic_auth), C(tls_config.ca_file)); O(cafile) also
     requires Alertmanager's client certificate (C(tls_config.cert_file), C(key_file)).
+  - Off loopback without O(token) or basic auth the source does not start, unless O(allow_unauthenticated) says
+    so; it then logs a warning each time it starts. Off loopback without HTTPS it logs a warning each start too
+    (the credentials travel in clear).
   - A post without the credentials is answered 401, one larger than O(max_body_bytes) 413, one that is not a
-    notification 400; none puts an event. Each refusal is logged as a warning with the count of refusals of its
-    kind so far, so a misconfigured or forged sender shows in the rulebook's log.
+    notification 400; none puts an event. A sender that does not send its request head, or its body, within
+    O(read_timeout) seconds is answered 408 and disconnected; past O(max_connections) open connections a new one
+    is answered 503 at once. Each refusal is logged as a warning with the count of refusals of its kind so far, so
+    a misconfigured, stalled or forged sender shows in the rulebook's log.
 options:
   host:
     description: Address to listen on.
@@ -65,6 +70,21 @@ options:
     description: CA bundle that must have signed the client certificate of every sender (mutual TLS); needs
       O(certfile).
     type: str
+  read_timeout:
+    description: Seconds a sender has to send its request head, and again its body; a slower one is answered 408
+      and disconnected.
+    type: float
+    default: 10
+  max_connections:
+    description: Connections open at once; a connection past them is answered 503 and closed at once.
+    type: int
+    default: 64
+  allow_unauthenticated:
+    description:
+      - Listen off loopback without O(token) or basic auth, so that anyone who reaches the port can post alerts
+        that start closed-loop cycles. Logged as a warning each time the source starts.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -87,16 +107,23 @@ EXAMPLES = r"""
 import asyncio
 import base64
 import hmac
+import ipaddress
 import json
 import logging
 import ssl
 
 MAX_HEADER_BYTES = 65536
 STATUS_TEXT = {202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-               405: "Method Not Allowed", 413: "Payload Too Large"}
+               405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large",
+               503: "Service Unavailable"}
 REFUSALS = {400: "not an Alertmanager notification", 401: "without the credentials", 404: "to another path",
-            405: "not a POST", 413: "larger than max_body_bytes"}
+            405: "not a POST", 408: "not sent within read_timeout", 413: "larger than max_body_bytes",
+            503: "past max_connections open connections"}
 LOG = logging.getLogger(__name__)
+
+
+class ReadTimeout(Exception):
+    """A sender that did not send its head or its body within read_timeout."""
 
 
 class BadNotification(ValueError):
@@ -162,6 +189,13 @@ class Endpoint(object):
             raise ValueError("cafile (client certificates) needs certfile and keyfile (HTTPS)")
         if self.max_body < 1:
             raise ValueError("max_body_bytes=%s must be a number of bytes above 0" % self.max_body)
+        self.read_timeout = float(args.get("read_timeout", 10))
+        if not self.read_timeout > 0:
+            raise ValueError("read_timeout=%s must be a number of seconds above 0" % args.get("read_timeout"))
+        self.max_connections = int(args.get("max_connections", 64))
+        if self.max_connections < 1:
+            raise ValueError("max_connections=%s must be at least 1" % self.max_connections)
+        self.open_connections = 0
         self.credentials = []
         if self.token:
             self.credentials.append("Bearer " + self.token)
@@ -181,6 +215,22 @@ class Endpoint(object):
                     raise ValueError("cafile %s cannot be loaded: %s" % (cafile, exc))
                 self.tls.verify_mode = ssl.CERT_REQUIRED
         self.refused = {}
+        self.check_exposure(_flag("allow_unauthenticated", args.get("allow_unauthenticated", False)))
+
+    def check_exposure(self, allow_unauthenticated):
+        """Refuses, or warns about, listening where others can post alerts."""
+        if is_loopback(self.host):
+            return
+        if not self.credentials:
+            if not allow_unauthenticated:
+                raise ValueError("host=%s is off loopback and neither token nor basic_auth_username is given: anyone "
+                                 "who reaches the port could start closed-loop cycles; give credentials, or set "
+                                 "allow_unauthenticated: true to listen so anyway" % self.host)
+            LOG.warning("listening on %s:%d off loopback without credentials (allow_unauthenticated): anyone who "
+                        "reaches the port can post alerts", self.host, self.port)
+        if self.tls is None:
+            LOG.warning("listening on %s:%d off loopback without HTTPS (certfile, keyfile): alerts%s travel in clear",
+                        self.host, self.port, " and credentials" if self.credentials else "")
 
     def authorized(self, headers):
         given = headers.get("authorization", "")
@@ -191,6 +241,35 @@ class Endpoint(object):
         self.refused[status] = self.refused.get(status, 0) + 1
         LOG.warning("refused a post from %s %s (HTTP %d): %d refused so far for that reason", peer,
                     REFUSALS[status], status, self.refused[status])
+
+
+def _flag(name, value):
+    """A boolean argument; a rulebook's template may hand it on as text."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0", ""):
+        return False
+    raise ValueError("%s=%r must be true or false" % (name, value))
+
+
+def is_loopback(host):
+    """Whether `host` (an address or a name) is this machine's loopback."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _within(seconds, awaitable):
+    try:
+        return await asyncio.wait_for(awaitable, seconds)
+    except asyncio.TimeoutError:
+        raise ReadTimeout()
 
 
 async def _respond(writer, status):
@@ -220,7 +299,7 @@ async def _status(reader, headers, parts, endpoint, queue):
     if length > endpoint.max_body:
         return 413
     try:
-        found = events(await reader.readexactly(length))
+        found = events(await _within(endpoint.read_timeout, reader.readexactly(length)))
     except (asyncio.IncompleteReadError, BadNotification):
         return 400
     for event in found:
@@ -229,17 +308,39 @@ async def _status(reader, headers, parts, endpoint, queue):
 
 
 async def _handle(reader, writer, queue, endpoint):
+    peer = (writer.get_extra_info("peername") or ("?",))[0]
+    if endpoint.open_connections >= endpoint.max_connections:
+        endpoint.refuse(503, peer)
+        await _respond(writer, 503)
+        return
+    endpoint.open_connections += 1
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        await _serve(reader, writer, queue, endpoint, peer)
+    except ConnectionError:
+        writer.close()
+    finally:
+        endpoint.open_connections -= 1
+
+
+async def _serve(reader, writer, queue, endpoint, peer):
+    try:
+        head = await _within(endpoint.read_timeout, reader.readuntil(b"\r\n\r\n"))
+    except ReadTimeout:
+        endpoint.refuse(408, peer)
+        await _respond(writer, 408)
+        return
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
         writer.close()
         return
     lines = head.decode("latin-1").split("\r\n")
     headers = dict((name.strip().lower(), value.strip()) for name, _sep, value in
                    (line.partition(":") for line in lines[1:] if ":" in line))
-    status = await _status(reader, headers, lines[0].split(), endpoint, queue)
+    try:
+        status = await _status(reader, headers, lines[0].split(), endpoint, queue)
+    except ReadTimeout:
+        status = 408
     if status != 202:
-        endpoint.refuse(status, (writer.get_extra_info("peername") or ("?",))[0])
+        endpoint.refuse(status, peer)
     await _respond(writer, status)
 
 
