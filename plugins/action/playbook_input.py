@@ -13,6 +13,7 @@ from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.vars import load_extra_vars
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.plugin_utils import playbook_input
 
 ARGUMENT_SPEC = dict(
@@ -35,7 +36,12 @@ class ActionModule(ActionBase):
         spec = args["variables"]
         given = dict((name, self._templar.template(task_vars[name])) for name in spec if name in task_vars)
         typed = load_extra_vars(self._loader).keys()
-        errors, values = playbook_input.check(args["playbook"], spec, given, typed, args["required"], args["one_of"])
+        try:
+            errors, values = playbook_input.check(args["playbook"], spec, given, typed, args["required"],
+                                                  args["one_of"])
+        except ValueRangeError as exc:
+            result.update(failed=True, field=exc.field, msg="%s: %s" % (args["playbook"], exc))
+            return result
         hosts_of = lookup_loader.get("ansible.builtin.inventory_hostnames", loader=self._loader, templar=self._templar)
         patterns = set(given.get(group.get("variable"), group.get("default")) for group in args["host_groups"])
         matched = dict((pattern, len(hosts_of.run([pattern], variables=task_vars))) for pattern in patterns if pattern)

@@ -170,7 +170,13 @@ def check(playbook, variables, given, typed=(), required=(), one_of=()):
     variables: the spec; given: {name: value} of the spec's variables the
     run has; typed: every name the user passed (-e), to find typos of the
     spec's names in; required: names that must be given; one_of: lists of
-    names of which at least one must be given."""
+    names of which at least one must be given. A spec the check cannot
+    follow raises ValueRangeError naming it."""
+    for name, rule in variables.items():
+        _rule(name, rule)
+    for name in list(required) + [name for names in one_of for name in names]:
+        if name not in variables:
+            raise ValueRangeError("required|one_of", name, "variables of the spec: %s" % ", ".join(sorted(variables)))
     errors, values = [], {}
     for name in sorted(set(typed) - set(variables)):
         if name.startswith("ansible_"):

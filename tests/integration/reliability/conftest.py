@@ -56,9 +56,14 @@ SPARE_DOMAIN = ("<domain type='qemu'><name>%s</name><memory unit='MiB'>32</memor
 
 @pytest.fixture(scope="module")
 def spare_domain(libvirt_conn):
-    """A throwaway persistent libvirt domain, never started (one vCPU, class
-    shared by default): the corpus's libvirt target, so that what it plants
-    never meets another test's run on the lab guests. Undefined afterwards."""
+    """A throwaway persistent libvirt domain, running (one vCPU, class shared
+    by default, no disk: its firmware idles), so that both its live tuning
+    and its persistent config are read and could change: the corpus's
+    libvirt target, so that what it plants never meets another test's run
+    on the lab guests. Stopped and undefined afterwards."""
     domain = libvirt_conn.defineXML(SPARE_DOMAIN % ("oc-corpus-%s" % uuid.uuid4().hex[:8]))
+    domain.create()
     yield domain
+    if domain.isActive():
+        domain.destroy()
     domain.undefine()

@@ -106,6 +106,26 @@ CASES = [
     cputune("cputune-empty-name", {"domains": ["{domain}", ""], "cpus": 0.5}, "domains"),
     cputune("cputune-unknown-domain", {"domains": ["{domain}-not-defined"], "cpus": 0.5}, "{domain}-not-defined",
             allowed=("Domain not found",)),
+    # Names: non-ASCII, very long, given twice, far too many, markup and selector characters.
+    cputune("cputune-name-non-ascii", {"domains": ["{domain}-\u00e9t\u00e9"], "cpus": 0.5},
+            "{domain}-\u00e9t\u00e9", allowed=("Domain not found",)),
+    cputune("cputune-name-too-long", {"domains": ["{domain}" + "x" * 300], "cpus": 0.5}, "domains",
+            allowed=("characters long, more than the 253",)),
+    cputune("cputune-name-twice", {"domains": ["{domain}", "{domain}"], "cpus": 0.5}, "domains",
+            allowed=("given twice",)),
+    cputune("cputune-ten-thousand-names", {"domains": ["{domain}-%d" % n for n in range(10000)], "cpus": 0.5},
+            "domains", allowed=("at most 5000 names",)),
+    cputune("cputune-name-markup", {"domains": ["{domain}<&\"'"], "cpus": 0.5}, "{domain}<&\"'",
+            allowed=("Domain not found",)),
+    cputune("cputune-name-selector-characters", {"domains": ["{domain},tier=gold,!x"], "cpus": 0.5},
+            "{domain},tier=gold,!x", allowed=("Domain not found",)),
+    # Numbers: NaN, infinity, booleans, past 64 bits.
+    cputune("cputune-cpus-nan", {"cpus": float("nan")}, "cpus", allowed=("500m",)),
+    cputune("cputune-cpus-inf", {"cpus": float("inf")}, "cpus", allowed=("500m",)),
+    cputune("cputune-cpus-bool", {"cpus": True}, "cpus", allowed=("500m",)),
+    cputune("cputune-cpus-2-63", {"cpus": 2 ** 63}, "cpus", allowed=("500m",)),
+    cputune("cputune-period-2-63", {"cpus": 0.5, "period": 2 ** 63}, "period"),
+    cputune("cputune-shares-2-63", {"shares": 2 ** 63}, "shares"),
     cputune("cputune-expected-cap", {"cpus": 0.5, "expected": {"{domain}": {"cap_cpus": -1}}},
             "expected.{domain}.cap_cpus"),
     cputune("cputune-expected-unknown-key", {"cpus": 0.5, "expected": {"{domain}": {"cap": 1}}},
@@ -161,6 +181,9 @@ CASES = [
     gate("gate-state", {"state": "drained"}, "state", allowed=("gated, open",)),
     gate("gate-share-zero", {"max_gated_share": 0, "reason": "INC-1"}, "max_gated_share", allowed=("at most 1",)),
     gate("gate-share-above-one", {"max_gated_share": 1.5, "reason": "INC-1"}, "max_gated_share"),
+    gate("gate-share-nan", {"max_gated_share": float("nan"), "reason": "INC-1"}, "max_gated_share"),
+    gate("gate-name-twice", {"names": ["{node}", "{node}"], "reason": "INC-1"}, "names", allowed=("given twice",)),
+    gate("gate-name-selector-characters", {"names": ["{node},tier=gold"], "reason": "INC-1"}, "{node},tier=gold"),
     gate("gate-taint-effect", {"taints": [{"key": "overcommit.control/x", "effect": "NoExecute"}]}, "effect",
          allowed=("NoSchedule, PreferNoSchedule",)),
     gate("gate-prefix", {"prefix": "no-slash"}, "prefix", allowed=("DNS subdomain",)),
@@ -228,6 +251,10 @@ CASES = [
     # kubevirt_vm_cpu_limit
     brake("brake-cpus-text", {"cpus": "1 CPU"}, "cpus", allowed=("500m",)),
     brake("brake-cpus-zero", {"cpus": "0"}, "cpus"),
+    brake("brake-cpus-inf", {"cpus": "inf"}, "cpus"),
+    brake("brake-cpus-bool", {"cpus": True}, "cpus"),
+    brake("brake-name-twice", {"names": ["{vmi}", "{vmi}"], "cpus": "1"}, "names", allowed=("given twice",)),
+    brake("brake-name-markup", {"names": ["{vmi}<&!="], "cpus": "1"}, "{vmi}<&!="),
     brake("brake-cpus-caps-nothing", {"cpus": "8", "force": True}, "cpus", allowed=("2 vCPUs",)),
     brake("brake-headroom", {"state": "restored", "headroom": -1}, "headroom"),
     brake("brake-floor", {"cpus": "1", "floor": 2}, "floor"),
@@ -284,6 +311,9 @@ CASES = [
          {"scenario": ["all"], "seed": -1, "report_dir": "{report_dir}"}),
     Case("simulate-policy-choice", "report_dir", "policies", "policy_simulate",
          {"scenario": ["all"], "policies": ["chaos"], "report_dir": "{report_dir}"}),
+    # playbook_input (the check every playbook runs first): a spec it cannot check is refused, naming it.
+    Case("playbook-input-kind", "report_dir", "variables.samples", "playbook_input",
+         {"playbook": "recommend.yml", "variables": {"samples": "number"}}, allowed=("seconds_or_zero",)),
     # Roles: a bad variable fails the argument spec check, naming it, before any task.
     Case("role-throttle-cpus", "domain", "throttle_cpus", role="throttle",
          variables={"throttle_domains": ["{domain}"], "throttle_cpus": "two", "throttle_reason": "INC-1"}),
@@ -526,8 +556,9 @@ def test_bad_input_fails_naming_the_field_and_changes_nothing(request, case):
     with Planted(targets, case.plant):
         before = targets.read()
         if case.role:
-            # In check mode: a spec check that wrongly passed must not let the role change anything.
-            result = run_role(case.role, targets.fill(case.variables), case.entry, check=True)
+            # For real, against the case's throwaway target: a spec check that
+            # wrongly passed would change it, and the read after says so.
+            result = run_role(case.role, targets.fill(case.variables), case.entry)
         else:
             result = run_module(case.module, targets.fill(case.args),
                                 host="lab-hypervisor" if case.target == "domain" else "localhost")

@@ -5,8 +5,8 @@ A hypervisor whose libvirtd cannot be reached is one inventory host whose
 libvirt_uri names a socket no daemon listens on: the real libvirt client
 fails to connect to it, as it does to a stopped daemon (stopping the lab's
 own libvirtd would stop every other test's server). The other host is the
-lab's hypervisor. The throttle targets are throwaway domains, read with
-libvirt directly before and after."""
+lab's hypervisor. The throttle targets are a throwaway running domain,
+read with libvirt directly before and after."""
 
 import json
 
@@ -15,6 +15,11 @@ import pytest
 import yaml
 
 from run_module import run_playbook
+
+# The plans and cycles read every domain of the lab's host, and the throttle
+# targets are the corpus's running spare domain: one after another with the
+# other tests of the lab's libvirtd.
+pytestmark = pytest.mark.xdist_group("libvirt")
 
 LIVE_OR_CONFIG = libvirt.VIR_DOMAIN_AFFECT_CONFIG
 AWAY = "hv-away"
@@ -41,7 +46,6 @@ def output(completed):
     return completed.stdout + completed.stderr
 
 
-@pytest.mark.xdist_group("libvirt")
 def test_a_plan_over_a_host_whose_libvirtd_is_away_names_it_and_fails_unless_allowed(tmp_path):
     plan_dir = tmp_path / "plan"
     hosts = two_hypervisors(tmp_path)
@@ -64,7 +68,6 @@ def test_a_plan_over_a_host_whose_libvirtd_is_away_names_it_and_fails_unless_all
     assert [s["host"] for s in plan["skipped"]] == [AWAY] and not plan["unmeasured"]["fail"]
 
 
-@pytest.mark.xdist_group("libvirt")
 def test_a_cycle_over_a_host_whose_libvirtd_is_away_names_it_and_fails(tmp_path):
     cycle_dir = tmp_path / "cycles"
     completed = run_playbook("closed_loop.yml", {"mode": "dry_run", "samples": 1, "interval": 1,
@@ -78,7 +81,6 @@ def test_a_cycle_over_a_host_whose_libvirtd_is_away_names_it_and_fails(tmp_path)
     assert "nothing to do" not in summary["lines"]
 
 
-@pytest.mark.isolated
 def test_a_cycle_whose_hosts_are_in_another_group_measures_them(tmp_path):
     """cycle_hosts names the group: the cycle reads those hosts, not the
     group hypervisors (which this inventory does not have)."""
@@ -96,7 +98,6 @@ def tuning(domain):
     return domain.schedulerParametersFlags(LIVE_OR_CONFIG)
 
 
-@pytest.mark.isolated
 @pytest.mark.parametrize("playbook, groups, extra, message", [
     # Hypervisors in a group the playbook does not target.
     ("throttle.yml", {"kvm": {"lab-hypervisor": {}}}, {"cpus": 0.5, "reason": "INC-1"},
@@ -121,7 +122,6 @@ def test_a_run_whose_target_group_matches_no_host_fails_naming_it_and_changes_no
     assert tuning(spare_domain) == before
 
 
-@pytest.mark.isolated
 @pytest.mark.parametrize("variables, message", [
     ({"domain": ["{vm}"], "cpus": 0.5, "reason": "INC-1"}, "domain is not a variable of throttle.yml: did you mean domains?"),
     ({"domains": ["{vm}"], "cpus": 0.5, "reason": "INC-1", "scpoe": "vcpu"},
@@ -145,7 +145,6 @@ def test_a_misspelt_empty_or_malformed_variable_fails_naming_it_as_typed_and_cha
     assert tuning(spare_domain) == before
 
 
-@pytest.mark.isolated
 def test_millicores_cap_a_libvirt_domain_as_they_cap_a_kubevirt_vm(tmp_path, spare_domain):
     """One rule for a number of CPUs on both platforms: "500m" is 0.5 CPU
     on libvirt too (the spare domain is defined, not running: the cap goes

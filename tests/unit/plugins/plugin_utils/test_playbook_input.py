@@ -90,10 +90,16 @@ def test_the_other_kinds_refuse_what_they_do_not_allow(kind, value):
         pi.check_value("samples", value, kind)
 
 
-def test_a_spec_with_an_unknown_kind_is_refused():
+def test_a_spec_with_an_unknown_kind_is_refused_whether_or_not_the_variable_is_given():
     with pytest.raises(ValueRangeError) as error:
         pi.check_value("samples", 1, "number")
     assert "variables.samples" in str(error.value)
+    with pytest.raises(ValueRangeError) as error:
+        pi.check("recommend.yml", {"samples": "number"}, {})
+    assert error.value.field == "variables.samples"
+    with pytest.raises(ValueRangeError) as error:
+        pi.check("throttle.yml", {"cpus": "cpus"}, {}, required=["cpu"])
+    assert "cpu" in str(error.value)
 
 
 def test_a_host_group_that_matches_no_host_is_named_with_the_variable_that_chooses_it():
