@@ -81,6 +81,24 @@ def pytest_collection_finish(session):
                                     "pytest and pytest-xdist versions in requirements.txt" % (len(lost), lost[0]))
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Every test that retried (it records its `attempts`), with how many it
+    took: a test that needs its second or third attempt more and more often
+    says so here before it fails."""
+    rows = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            attempts = dict(getattr(report, "user_properties", None) or []).get("attempts")
+            if attempts is not None:
+                rows.append("%s attempt(s)  %s" % (attempts, report.nodeid))
+    if rows:
+        terminalreporter.write_sep("-", "attempts the retrying tests took")
+        for row in sorted(rows):
+            terminalreporter.write_line(row)
+
+
 def pytest_sessionstart(session):
     # Once per run, before any worker starts: a rollout run stopped before
     # its own clean-up (a killed test or CI job) leaves throwaway domains and

@@ -3,14 +3,31 @@ in one task, read back by libvirt_cputune_info, honoured by libvirt_cputune,
 then put back as the lab defined them. Uses the running idle guests and a
 shut-off busy guest (never started here)."""
 
+import xml.etree.ElementTree as ET
+
+import libvirt
 import pytest
 
+from domain_records import element_of
 from run_module import run_module
 
 pytestmark = pytest.mark.xdist_group("libvirt")
 
 HOST = "lab-hypervisor"
 GUESTS = ("oc-lab-idle-1", "oc-lab-idle-4", "oc-lab-busy-2")
+CLASS_NS = "https://overcommit.control/xmlns/vm/1"
+
+
+def class_elements(libvirt_conn, name):
+    """The class element of a domain as libvirt stores it, read without the
+    collection: {definition: (class, baseline text)} for its config and, when
+    it runs, its live definition."""
+    out = {}
+    for target, text in element_of(libvirt_conn.lookupByName(name), CLASS_NS).items():
+        root = ET.fromstring(text) if text else None
+        # libvirt hands the element back without its namespace.
+        out[target] = None if root is None else (root.findtext("class"), root.findtext("baseline"))
+    return out
 
 
 def classes_of(names):
@@ -31,7 +48,7 @@ def lab_classes():
     assert classes_of(GUESTS) == before
 
 
-def test_a_fleet_is_classified_in_one_task_and_the_brake_honours_the_class(lab_classes):
+def test_a_fleet_is_classified_in_one_task_and_the_brake_honours_the_class(lab_classes, libvirt_conn):
     wanted = {"classes": {"oc-lab-idle-4": "dedicated", "oc-lab-idle-1": "burstable", "oc-lab-busy-2": "shared"},
               "baselines": {"oc-lab-idle-1": 0.5}}
     checked = run_module("libvirt_vm_class", wanted, host=HOST, check=True)
@@ -41,6 +58,10 @@ def test_a_fleet_is_classified_in_one_task_and_the_brake_honours_the_class(lab_c
     assert "oc-lab-idle-1: burstable (baseline 0.5 CPU), was" in "\n".join(result["summary"]["report"])
     assert classes_of(GUESTS) == {"oc-lab-idle-4": ("dedicated", None), "oc-lab-idle-1": ("burstable", 0.5),
                                   "oc-lab-busy-2": ("shared", None)}
+    # What libvirt itself stores, in each definition the module says it wrote.
+    assert class_elements(libvirt_conn, "oc-lab-idle-4") == {"config": ("dedicated", None), "live": ("dedicated", None)}
+    assert class_elements(libvirt_conn, "oc-lab-idle-1") == {"config": ("burstable", "0.5"), "live": ("burstable", "0.5")}
+    assert class_elements(libvirt_conn, "oc-lab-busy-2")["config"] == ("shared", None)
     # Running guests get it live and in their config; the shut-off one in its config.
     by_name = dict((d["name"], d) for d in result["domains"])
     assert sorted(by_name["oc-lab-idle-4"]["after"]) == ["config", "live"]
@@ -52,6 +73,8 @@ def test_a_fleet_is_classified_in_one_task_and_the_brake_honours_the_class(lab_c
     refused = run_module("libvirt_cputune", {"domains": ["oc-lab-idle-4"], "cpus": 0.5, "reason": "test"}, host=HOST)
     assert refused["failed"] and "its class is dedicated" in refused["domains"][0]["msg"], refused
     assert run_module("libvirt_cputune_info", {"domains": ["oc-lab-idle-4"]}, host=HOST)["domains"][0]["cap_cpus"] is None
+    live = libvirt_conn.lookupByName("oc-lab-idle-4").schedulerParametersFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    assert live.get("global_quota", -1) <= 0 and live.get("vcpu_quota", -1) <= 0, live
 
 
 def test_bad_classes_are_refused_before_anything_is_read(lab_classes):

@@ -99,7 +99,7 @@ def recommend(tmp_path, env, **extra):
         return json.load(handle), completed.stdout, plan_dir
 
 
-def plan_throttling_and_gating(tmp_path, env, attempts=3):
+def plan_throttling_and_gating(tmp_path, env, record_property, attempts=3):
     """A recommended plan that throttles the culprit and gates the node, for
     the tests of what apply_plan checks. The plan is the last round's
     decision on real contention, where busy-1 runs close to the flat-out line
@@ -112,8 +112,10 @@ def plan_throttling_and_gating(tmp_path, env, attempts=3):
         folder.mkdir()
         plan, output, plan_dir = recommend(folder, env)
         if set(by_object(plan)) >= {"%s/%s" % (HOST, CULPRIT), "node/%s" % NODE}:
+            record_property("attempts", attempt + 1)
             return plan, output, plan_dir
         notes.append((plan["summary"], plan["notes"]))
+    record_property("attempts", attempts)
     pytest.fail("no plan of %d throttled %s and gated %s: %r" % (attempts, CULPRIT, NODE, notes))
 
 
@@ -209,8 +211,8 @@ def test_recommend_plans_the_throttle_and_the_gate_changing_nothing_then_apply_p
 
 
 def test_an_object_changed_by_hand_since_the_plan_is_refused_and_the_others_applied(
-        tmp_path, libvirt_conn, kube_admin, operator_env, clean):
-    _plan, _output, plan_dir = plan_throttling_and_gating(tmp_path, operator_env)
+        tmp_path, libvirt_conn, kube_admin, operator_env, clean, record_property):
+    _plan, _output, plan_dir = plan_throttling_and_gating(tmp_path, operator_env, record_property)
     # Someone throttles the VM by hand after the plan was made.
     by_hand = run_module("libvirt_cputune", {"domains": [CULPRIT], "cpus": 0.5, "reason": "by hand"}, host=HOST)
     assert by_hand["changed"], by_hand
@@ -225,8 +227,8 @@ def test_an_object_changed_by_hand_since_the_plan_is_refused_and_the_others_appl
 
 
 def test_a_node_whose_taints_were_edited_since_the_plan_is_refused_and_the_vm_throttled(
-        tmp_path, libvirt_conn, kube_admin, operator_env, clean):
-    _plan, _output, plan_dir = plan_throttling_and_gating(tmp_path, operator_env)
+        tmp_path, libvirt_conn, kube_admin, operator_env, clean, record_property):
+    _plan, _output, plan_dir = plan_throttling_and_gating(tmp_path, operator_env, record_property)
     core = client.CoreV1Api(kube_admin)
     core.patch_node(NODE, {"spec": {"taints": [{"key": "by-hand/maintenance", "effect": "NoSchedule"}]}})
     completed = apply(plan_dir / "plan.json", operator_env)
