@@ -40,7 +40,8 @@ options:
     required: true
   variables:
     description:
-      - Every variable the playbook reads, each with its kind, or a mapping with C(kind) and C(choices).
+      - Every variable the playbook reads, each with its kind, or a mapping with C(kind), C(choices) and
+        C(about) (what the variable is, for the messages that ask for it).
       - "Kinds: C(names) (a non-empty list of distinct names), C(cpus) (a number of CPUs above 0: V(2), V(0.5)
         or V(500m), the same rule on every platform), C(text) (non-empty), C(bool), C(count) (a whole number, at
         least 1), C(seconds) (above 0), C(share) (0 to 1), C(mapping), C(choice) (with C(choices)), C(hosts) (a

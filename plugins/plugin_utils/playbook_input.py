@@ -68,6 +68,14 @@ def _text(field, value):
     return value
 
 
+def _optional_text(field, value):
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueRangeError(field, value, "a text (empty: not set)")
+    return value
+
+
 def _bool(field, value):
     if isinstance(value, bool):
         return value
@@ -124,6 +132,8 @@ KINDS = {
     "names": _names,
     "cpus": parse_cpus,
     "text": _text,
+    # A text whose empty value means "not set", as the rulebooks hand such variables on.
+    "optional_text": _optional_text,
     "bool": _bool,
     "count": _count,
     "seconds": _seconds,
@@ -135,6 +145,15 @@ KINDS = {
     "hosts": _hosts,
     # Read as given: its role checks it.
     "any": lambda field, value: value,
+}
+
+
+# What each kind allows, in words, for "needs X (...)".
+ALLOWED_WORDS = {
+    "names": "a list of names", "cpus": CPUS_ALLOWED, "text": "a non-empty text", "optional_text": "a text",
+    "bool": "true or false", "count": "a whole number, at least 1", "seconds": "a number of seconds above 0",
+    "seconds_or_zero": "a number of seconds, 0 or more", "share": "a share from 0 to 1", "mapping": "a mapping",
+    "hosts": "a group or host pattern", "choice": "one of its choices", "any": "see the playbook's header",
 }
 
 
@@ -186,10 +205,12 @@ def check(playbook, variables, given, typed=(), required=(), one_of=()):
             errors.append("%s is not a variable of %s: did you mean %s?" % (name, playbook, known))
     for name in required:
         if name not in given:
-            errors.append("%s needs %s (%s); pass it with -e" % (playbook, name, _allowed(variables.get(name))))
+            errors.append("%s needs %s (%s); pass it with -e" % (playbook, name, _about(variables[name])))
     for names in one_of:
-        if not any(name in given for name in names):
-            errors.append("%s needs one of %s; pass it with -e" % (playbook, ", ".join(names)))
+        # An empty text is a variable not set: a target it cannot be.
+        if not any(name in given and given[name] not in ("", None) for name in names):
+            errors.append("%s needs one of %s; pass it with -e"
+                          % (playbook, ", ".join(_named(name, variables[name]) for name in names)))
     for name in sorted(given):
         if name not in variables:
             continue
@@ -200,18 +221,20 @@ def check(playbook, variables, given, typed=(), required=(), one_of=()):
     return errors, values
 
 
-def _allowed(rule):
-    """What a kind allows, in words, for "needs X (...)"."""
-    if rule is None:
-        return "see the playbook's header"
+def _named(name, rule):
+    """A variable's name, with what it is when the spec says so."""
+    rule = _rule(name, rule)
+    return "%s (%s)" % (name, rule["about"]) if rule.get("about") else name
+
+
+def _about(rule):
+    """What a variable is or allows, in words, for "needs X (...)"."""
     rule = _rule("variable", rule)
+    if rule.get("about"):
+        return rule["about"]
     if rule.get("choices"):
         return "one of " + ", ".join(rule["choices"])
-    return {"names": "a list of names", "cpus": CPUS_ALLOWED, "text": "a non-empty text", "bool": "true or false",
-            "count": "a whole number, at least 1", "seconds": "a number of seconds above 0",
-            "seconds_or_zero": "a number of seconds, 0 or more",
-            "share": "a share from 0 to 1", "mapping": "a mapping", "hosts": "a group or host pattern",
-            "any": "see the playbook's header"}[rule["kind"]]
+    return ALLOWED_WORDS[rule["kind"]]
 
 
 def empty_host_groups(playbook, groups, given, matched):

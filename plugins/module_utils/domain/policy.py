@@ -493,6 +493,16 @@ def contain_targets(culprits, need, params):
     return targets, need
 
 
+def _why_not_cut(vm, want, params):
+    """Why contain_targets set no cap on a culprit, in words."""
+    floor = floor_of(vm, params)
+    current = min(want, vm["cap"]) if vm["cap"] is not None else want
+    if current - floor < params["min_change_cpus"]:
+        return "it is at its floor of %.2f CPUs" % floor
+    return "the others' cuts free what is needed, or its cut would be under min_change_cpus (%g)" \
+        % params["min_change_cpus"]
+
+
 # ---------------------------------------------------------------- the cycle
 
 def decide(hosts, vms, now, params=None, views=False, fleet=None):
@@ -791,7 +801,16 @@ class Cycle(object):
         load = sum(min(wanted(vm), self._cap_after(vm)) if self._cap_after(vm) is not None else wanted(vm)
                    for vm in pool_vms(vms))
         need = load - cpus * (1.0 - params["headroom_share"])
+        culprit_names = ", ".join(item[1]["name"] for item in candidates)
         if need < params["min_change_cpus"]:
+            # The fluid need is all a quota can free: victims that wait while
+            # the pool's load fits are waiting behind runnable neighbours.
+            self.notes.append({"object": host["name"], "rule": "contain",
+                               "note": "%s wait for CPU beside culprits (%s), but the pool's load "
+                               "(%.2f of %g CPUs less headroom) leaves %.3f CPUs to free, under min_change_cpus "
+                               "(%g): the wait is latency behind runnable neighbours, which a cap does not free; "
+                               "nothing throttled" % (", ".join(names), culprit_names, load, cpus, max(need, 0.0),
+                                                      params["min_change_cpus"])})
             return
         # Culprits that may be cut, biggest excess first: the peers, then
         # smaller culprits that do not wait themselves (a victim that also
@@ -802,6 +821,10 @@ class Cycle(object):
         targets, need = contain_targets(cut, need, params)
         for _excess, vm, want, ent in cut:
             if vm["key"] not in targets:
+                if vm["key"] not in self.claimed:
+                    self.notes.append({"object": vm["key"], "rule": "contain",
+                                       "note": "a culprit (wants %.2f CPUs, entitled to %.2f) left as it is: %s"
+                                       % (want, ent, _why_not_cut(vm, want, params))})
                 continue
             target = targets[vm["key"]]
             above = "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"

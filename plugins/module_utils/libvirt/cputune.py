@@ -170,7 +170,7 @@ def check_request(params, check_mode):
     if params["floor"] < 0 or params["floor"] > 1:
         raise ValueRangeError("floor", params["floor"], "0..1 (a fraction of the vCPUs)")
     # One rule for a number of CPUs on every platform: 2, 0.5 or "500m".
-    cpus = None if params["cpus"] is None else cpu.parse_cpus("cpus", params["cpus"])
+    cpus = None if params.get("cpus") is None else cpu.parse_cpus("cpus", params["cpus"])
     request = dict(params, cpus=cpus, check_mode=check_mode, cap=None,
                    expected=check_expected(params.get("expected"), params["domains"], params["classes"]))
     if params["state"] == "throttled":

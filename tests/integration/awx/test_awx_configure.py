@@ -153,15 +153,14 @@ def test_survey_variables_are_read_by_the_playbook(play, name):
 
 @pytest.mark.parametrize("name", ["overcommit throttle", "overcommit restore"])
 def test_surveys_require_what_the_playbook_requires(play, name):
-    """Variables the playbook's first assert checks alone (`cpus is defined`)
-    are required questions without a default; any other required question
-    has a default."""
+    """Variables the playbook's first check requires (playbook_input's
+    `required`) are required questions without a default; any other
+    required question has a default; every question is a variable the
+    playbook reads."""
     template, _when = job_templates(play)[name]
     first = load(os.path.join(ROOT, template["playbook"]))[0]
-    that = first["pre_tasks"][0]["ansible.builtin.assert"]["that"]
-    that = [that] if isinstance(that, str) else that
-    required = {match.group(1) for condition in that for match in [re.fullmatch(r"(\w+) is defined", condition)]
-                if match}
+    check = first["tasks"][0]["overcommit.control.playbook_input"]
+    required = set(check.get("required") or [])
     questions = {question["variable"]: question for question in template["survey_spec"]["spec"]}
     assert required <= set(questions), required - set(questions)
     for variable, question in questions.items():
@@ -170,6 +169,7 @@ def test_surveys_require_what_the_playbook_requires(play, name):
         elif question["required"]:
             # Required by the survey only: it must have an answer ready.
             assert "default" in question, variable
+    assert set(questions) <= set(check["variables"]), set(questions) - set(check["variables"])
 
 
 def test_apply_plan_takes_the_plan_as_extra_vars_on_launch(play):

@@ -74,4 +74,4 @@ def test_bad_options_are_refused_naming_the_field(tmp_path):
                                             "policy": {"trigger_n": 5}})
     assert result["failed"] and "policy.trigger_n" in result["msg"]
     completed = playbook("-e", "scenario=all")
-    assert completed.returncode != 0 and "report_dir is required" in completed.stdout
+    assert completed.returncode != 0 and "simulate.yml needs report_dir" in completed.stdout

@@ -120,8 +120,9 @@ def test_check_mode_then_canary_and_waves_converge_and_a_rerun_changes_nothing(l
 
     rc, output, stderr = rollout(lab, inventory_dir, rollout_serial=[1, 2])
     assert rc == 0, json.dumps(output)[-4000:] + stderr[-2000:]
-    # Every unit checked first, the canary alone, then batches of 1 and 2.
-    assert batches(output) == [("Check every unit's variables before any unit changes",
+    # The playbook's variables checked first, then every unit's, the canary alone, then batches of 1 and 2.
+    assert batches(output) == [("Check the playbook's variables before anything changes", ["localhost"]),
+                               ("Check every unit's variables before any unit changes",
                                 ["unit-a", "unit-b", "unit-c", "unit-d"]),
                                ("Canary", ["unit-a"]), ("Waves", ["unit-b"]), ("Waves", ["unit-c", "unit-d"])]
     after = rollout_fixture.read(fleet)
@@ -132,7 +133,8 @@ def test_check_mode_then_canary_and_waves_converge_and_a_rerun_changes_nothing(l
 
     rc, output, stderr = rollout(lab, inventory_dir)
     assert rc == 0, json.dumps(output)[-4000:] + stderr[-2000:]
-    assert changed(output) == {"unit-a": 0, "unit-b": 0, "unit-c": 0, "unit-d": 0}
+    # The playbook's variables are checked on localhost, which changes nothing either.
+    assert changed(output) == {"localhost": 0, "unit-a": 0, "unit-b": 0, "unit-c": 0, "unit-d": 0}
     assert rollout_fixture.read(fleet) == after
 
 
@@ -144,7 +146,7 @@ def test_an_unhealthy_wave_stops_the_rollout_and_is_put_back_exactly(lab, tmp_pa
 
     rc, output, stderr = rollout(lab, inventory_dir, rollout_serial=1)
     assert rc != 0, json.dumps(output)[-4000:]
-    assert [name for name, _hosts in batches(output)][1:] == ["Canary", "Waves", "Waves"]
+    assert [name for name, _hosts in batches(output)][2:] == ["Canary", "Waves", "Waves"]
     assert batches(output)[-1][1] == ["unit-c"]
     after = rollout_fixture.read(fleet)
     for unit in ("a", "b"):

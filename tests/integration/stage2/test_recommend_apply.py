@@ -258,7 +258,8 @@ def test_an_expired_plan_is_refused_whole_before_any_change(tmp_path, libvirt_co
 
 def test_apply_plan_refuses_bad_input_naming_it(tmp_path, operator_env):
     missing = run_playbook("apply_plan.yml", {}, env=operator_env)
-    assert missing.returncode != 0 and "apply_plan.yml needs the approved plan" in missing.stdout
+    assert missing.returncode != 0 and ("apply_plan.yml needs one of plan_file (the approved plan, plan.json written "
+                                        "by recommend.yml), overcommit_plan") in missing.stdout
     not_a_plan = run_playbook("apply_plan.yml", {"overcommit_plan": {"actions": []}}, env=operator_env)
     assert not_a_plan.returncode != 0 and "plan" in not_a_plan.stdout and "recommend role" in not_a_plan.stdout
     assert "Traceback" not in missing.stdout + missing.stderr + not_a_plan.stdout + not_a_plan.stderr

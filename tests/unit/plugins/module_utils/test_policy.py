@@ -187,6 +187,35 @@ def test_a_culprit_goes_under_its_fair_share_only_while_victims_still_starve():
     assert list(caps) == ["batch-1"] and caps["batch-1"] == pytest.approx(2.0)
 
 
+def test_a_victim_waiting_behind_a_culprit_while_the_load_fits_gets_no_cap_and_a_note_saying_why():
+    """The lab's recorded cycle (bench/recorded/closed_loop_lab.json): on 1
+    CPU of pool, a light guest wanting 0.306 CPU waits 41 % of it beside a
+    spinner; the load (0.418 + 0.577) fits the pool less headroom within
+    min_change_cpus, so a quota frees nothing. Nothing is throttled, and the
+    plan says why instead of saying nothing."""
+    vms = [vm("spinner", 0.95, 0.05, vcpus=1), vm("light", 0.18, 0.126, vcpus=1, state={"hist": "11"}),
+           vm("other", 0.5, 0.16, vcpus=1)]
+    busy = dict(host(cpus=2), cpus_used=1.97)
+    # Wanted 1.0 + 0.306 + 0.66 = 1.966 of 2 CPUs less 2 % headroom: 0.006 CPUs to free.
+    plan = decide([busy], vms)
+    assert plan["actions"] == []
+    notes = [n["note"] for n in plan["notes"] if n["rule"] == "contain"]
+    assert len(notes) == 1, plan["notes"]
+    assert "light wait for CPU beside culprits (spinner), but the pool's load (1.97 of 2 CPUs" in notes[0]
+    assert "under min_change_cpus (0.05)" in notes[0] and "nothing throttled" in notes[0]
+
+
+def test_a_culprit_left_uncapped_at_its_floor_is_named_with_the_reason():
+    # batch-1 already at its floor (2 of 8 vCPUs) by the policy's own cap: no further cut, said so.
+    vms = [vm("batch-1", 2.0, 5.6, vcpus=8, cap=2.0, state={"cap": 2.0, "rule": "contain", "hist": "11"})] + \
+        [vm("web-%d" % n, 1.4, 0.6, state={"hist": "11"}) for n in range(1, 10)]
+    plan = decide([host(cpus=8)], vms)
+    assert plan["actions"] == []
+    notes = dict((n["object"], n["note"]) for n in plan["notes"])
+    assert "it is at its floor of 2.00 CPUs" in notes["hv-1/batch-1"], plan["notes"]
+    assert "culprits at their floors" in notes["hv-1"], plan["notes"]
+
+
 def test_a_victim_that_takes_little_above_its_entitlement_is_not_cut_after_the_culprit():
     vms = noisy_host(victim_steal=0.6)
     for entry in vms[1:4]:

@@ -113,3 +113,17 @@ def test_a_host_group_that_matches_no_host_is_named_with_the_variable_that_choos
                       "no host of the inventory is in the group hypervisors, the hosts throttle.yml acts on"]
     # A group nothing asked for is not needed; one that matches hosts passes.
     assert pi.empty_host_groups("throttle.yml", groups, {"domains": ["a"]}, {"hypervisors": 3}) == []
+
+
+def test_an_optional_text_may_be_empty_as_the_rulebooks_hand_it_on_and_is_no_target_then():
+    spec = {"kubevirt_namespace": "optional_text", "kubevirt_selector": "optional_text", "domains": "names"}
+    errors, values = pi.check("restore.yml", spec, {"kubevirt_namespace": "", "kubevirt_selector": ""},
+                              one_of=[["domains", "kubevirt_selector"]])
+    assert errors == ["restore.yml needs one of domains, kubevirt_selector; pass it with -e"]
+    assert values == {"kubevirt_namespace": "", "kubevirt_selector": ""}
+    errors, _values = pi.check("restore.yml", spec, {"kubevirt_namespace": ["lab"]})
+    assert errors == ["kubevirt_namespace=['lab'] is out of range: allowed a text (empty: not set)"]
+
+
+def test_every_kind_says_what_it_allows():
+    assert set(pi.ALLOWED_WORDS) == set(pi.KINDS)
