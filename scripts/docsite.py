@@ -164,6 +164,8 @@ ANSIBLE_LABELS = {
                              "Return Values"),
     "ansible_configuration_settings": ("reference_appendices/config.html#ansible-configuration-settings",
                                        "Ansible Configuration Settings"),
+    # The page of a module with an action plugin (playbook_input) links the docsite's action plugins.
+    "action_plugins": ("plugins/action.html#action-plugins", "Action plugins"),
 }
 BUILTIN_REF = re.compile(r"<ansible_collections\.ansible\.builtin\.(\w+)_(module|filter|test|lookup|callback|connection|"
                          r"become|cache|inventory|shell|strategy|vars)>`")

@@ -85,8 +85,8 @@ def test_a_cycle_whose_hosts_are_in_another_group_measures_them(tmp_path):
     """cycle_hosts names the group: the cycle reads those hosts, not the
     group hypervisors (which this inventory does not have)."""
     cycle_dir = tmp_path / "cycles"
-    hosts = inventory(tmp_path, {"kvm": {AWAY: {"libvirt_uri": "qemu+unix:///system?socket=%s"
-                                                              % (tmp_path / "no-libvirtd.sock")}}})
+    away_uri = "qemu+unix:///system?socket=%s" % (tmp_path / "no-libvirtd.sock")
+    hosts = inventory(tmp_path, {"kvm": {AWAY: {"libvirt_uri": away_uri}}})
     completed = run_playbook("closed_loop.yml", {"mode": "dry_run", "samples": 1, "interval": 1,
                                                  "cycle_dir": str(cycle_dir), "cycle_hosts": "kvm"}, inventory=hosts)
     assert completed.returncode != 0

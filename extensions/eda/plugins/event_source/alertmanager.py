@@ -110,6 +110,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import math
 import ssl
 
 MAX_HEADER_BYTES = 65536
@@ -190,7 +191,7 @@ class Endpoint(object):
         if self.max_body < 1:
             raise ValueError("max_body_bytes=%s must be a number of bytes above 0" % self.max_body)
         self.read_timeout = float(args.get("read_timeout", 10))
-        if not self.read_timeout > 0:
+        if self.read_timeout <= 0 or not math.isfinite(self.read_timeout):
             raise ValueError("read_timeout=%s must be a number of seconds above 0" % args.get("read_timeout"))
         self.max_connections = int(args.get("max_connections", 64))
         if self.max_connections < 1:
