@@ -7,8 +7,8 @@ would do nothing refused; a variable the playbook does not read but whose
 name is close to one it does named beside it; the host groups the playbook
 needs matched by at least one host. Pure: no I/O.
 
-A spec is {variable: kind} or {variable: {kind: ..., choices: [...]}}, the
-kinds in KINDS."""
+A spec is {variable: kind} or {variable: {kind: ..., choices: [...],
+about: "what it is"}}, the kinds in KINDS."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,13 +18,12 @@ import difflib
 import math
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import MAX_NAME_CHARS, MAX_NAMES
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import CPUS_ALLOWED, parse_cpus
+
 # Booleans as Ansible reads them from -e key=value.
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f")
-# A playbook run with more names than this is a mistake (a whole CMDB pasted in).
-MAX_NAMES = 5000
-MAX_NAME_CHARS = 253
 # How close an unknown name must be to a known one to be taken for a typo of it.
 TYPO_CUTOFF = 0.75
 
