@@ -155,10 +155,11 @@ def gate_effect(node):
 
 def _unreadable(result, key):
     """Why a registered info module result read nothing, or None when it
-    read. The roles register these reads with failed_when false, which makes
-    `failed` false, so a result without its `key` (domains, cpus) failed too;
-    a failed read that still returned some (the other domains, when one
-    guest was restarting) is a read."""
+    read. The roles register these reads with ignore_errors, which keeps
+    `failed`; one registered with failed_when false says failed=false, so a
+    result without its `key` (domains, cpus) failed too. A failed read that
+    still returned some (the other domains, when one guest was restarting)
+    is a read."""
     if not isinstance(result, dict):
         return "no result"
     if result.get(key) is None or (result.get("failed") and not result.get(key)):

@@ -99,6 +99,7 @@ def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAUL
     """The plan artefact of a recommend run (domain.plan.make's shape) with
     the rounds it was decided over, the hosts it could not measure and
     whether they fail the run (`unmeasured`)."""
+    # The share is checked before the replay: a bad one fails before any work.
     verdict = plans.unmeasured([], 0, max_unmeasured_share)
     result = replay(measured, nodes, times, params, kubevirt)
     made = plans.make(result["last"], result["seen"], now, ttl_seconds)
