@@ -62,6 +62,7 @@ def cycle(lab, tmp_path, fleet, inventory=INVENTORY, **extra):
 
 
 @ON_LAB_HYPERVISOR
+@pytest.mark.serial  # its contention loads both cores
 def test_with_the_kill_switch_on_the_vm_a_cycle_changes_nothing_and_says_why(
         lab, tmp_path, noisy_kubevirt, lab_guest_states_restored):
     fleet, noisy = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"]

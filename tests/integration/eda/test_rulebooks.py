@@ -98,6 +98,7 @@ def write_textfile(tmp_path, lab):
     assert written.returncode == 0, written.stdout[-3000:]
 
 
+@pytest.mark.serial  # two spinning processes and two busy guests fill both cores for two minutes
 def test_a_shipped_alert_fires_through_alertmanager_into_a_rulebook_and_resolves(
         tmp_path, lab, libvirt_conn, busy_guest):
     """The steal rule needs its condition for 1 minute, so this test takes

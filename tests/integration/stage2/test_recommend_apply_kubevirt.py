@@ -47,6 +47,7 @@ def state_of(fleet, name):
     return fleet.annotations(name), fleet.compute_limits(name)
 
 
+@pytest.mark.serial  # its contention loads both cores
 def test_a_kubevirt_vm_throttled_by_hand_since_the_plan_is_refused(
         lab, tmp_path, noisy_kubevirt, kubevirt_node_inventory):
     fleet, noisy, key = noisy_kubevirt["fleet"], noisy_kubevirt["noisy"], noisy_kubevirt["key"]
