@@ -37,10 +37,19 @@ def vm_state(domain):
     approved plan (or the loop) set is the policy's own, so it may later be
     relaxed and restored; any other cap is someone else's and left alone."""
     record = domain.get("throttle") or {}
-    if not record.get("plan") or domain.get("cap_cpus") is None:
+    weight = cpu_weight(domain) if "cpu_shares" in (record.get("owns") or []) else None
+    if not record.get("plan") or domain.get("cap_cpus") is None and weight is None:
         return {}
     since = unix_time(record.get("time"))
-    state = {"cap": domain["cap_cpus"], "rule": record.get("rule") or "contain"}
+    state = {"rule": record.get("rule") or "contain"}
+    if domain.get("cap_cpus") is not None:
+        state["cap"] = domain["cap_cpus"]
+    if weight is not None:
+        # A CPU weight the plan demoted: what it was is the record's.
+        state["weight"] = weight
+        was = ((record.get("previous") or {}).get("live") or {}).get("cpu_shares")
+        if was:
+            state["weight_was"] = was
     if since is not None:
         state.update(capped_at=since, changed_at=since)
     return state

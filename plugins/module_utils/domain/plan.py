@@ -68,6 +68,9 @@ def change_text(action):
     kind = action["action"]
     if kind in ("throttle", "relax"):
         return "%s to %s, was %s" % (kind, cpus_text(action["cpus"]), cpus_text(action.get("previous_cpus")))
+    if kind == "weight":
+        return "demote CPU weight to %d, was %s" % (action["shares"], "%g" % action["previous_shares"]
+                                                     if action.get("previous_shares") is not None else "unknown")
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
     if kind == "gate" and action.get("effect"):
@@ -228,6 +231,9 @@ def is_done(action, current, plan_id):
     if kind in ("throttle", "relax"):
         cap = seen.get("cap_cpus")
         return current.get("plan") == plan_id and cap is not None and abs(cap - action["cpus"]) <= CAP_TOLERANCE
+    if kind == "weight":
+        # The weight is in this plan's own record: nothing else sets it.
+        return current.get("plan") == plan_id
     if kind == "restore":
         return seen.get("cap_cpus") is None and not seen.get("throttle_time")
     if kind == "gate":

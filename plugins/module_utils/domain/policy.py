@@ -22,9 +22,13 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
                      collection has no memory brake;
   contain            when VMs wait for CPU (steal or pressure in N of the
                      last M cycles, or one cycle of severe steal) and the
-                     host has no idle CPU, cap the VMs taking most above
+                     host has no idle CPU, brake the VMs taking most above
                      their entitlement, biggest first (and others only when
-                     their excess is comparable), to free just what the
+                     their excess is comparable), one rung a cycle: first
+                     demote their CPU weight (a weight wastes no idle CPU
+                     and shortens the wait of a waking victim, which a
+                     quota does not), then, while victims still wait after
+                     weight_cycles cycles, cap them to free just what the
                      others want; never dedicated VMs, never under a VM's
                      floor;
   credits_exhausted  hold a burstable VM with no credits left to its baseline;
@@ -85,6 +89,8 @@ PARAMETERS = {
     "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess at which a culprit that waits too "
                                           "is still cut (a peer)"),
     "floor_fraction": (DEFAULT_FLOOR_FRACTION, 0.0, 1.0, "least share of its vCPUs a shared VM is capped to"),
+    "weight_cycles": (1, 0, 64, "cycles in which victims still wait behind a culprit whose CPU weight was demoted "
+                                "before it is capped too (0: no weight rung, cap at once)"),
     "min_change_cpus": (0.05, 0.0, None, "smallest cap change worth an action"),
     "relax_calm_seconds": (60, 0, None, "seconds the host must be calm before a cap is raised"),
     "relax_step_share": (0.10, 0.01, 1.0, "most a cap is raised in one cycle, as a share of the VM's vCPUs"),
@@ -106,11 +112,11 @@ PARAMETERS = {
     "credit_release_minutes": (5.0, 0.0, None, "minutes of full burst a held burstable VM must earn to burst again"),
     "initial_credit_share": (0.10, 0.0, 1.0, "share of the bank a burstable VM starts with when it has no balance"),
 }
-INTEGER_PARAMETERS = ("trigger_n", "trigger_m", "max_actions_per_cycle")
+INTEGER_PARAMETERS = ("trigger_n", "trigger_m", "max_actions_per_cycle", "weight_cycles")
 
-ACTIONS = ("gate", "throttle", "relax", "restore", "open")
-# Order of escalation inside a cycle: gates first, then caps, then letting go.
-ACTION_ORDER = {"gate": 0, "throttle": 1, "relax": 2, "restore": 3, "open": 4}
+ACTIONS = ("gate", "weight", "throttle", "relax", "restore", "open")
+# Order of escalation inside a cycle: gates first, then weights and caps, then letting go.
+ACTION_ORDER = {"gate": 0, "weight": 1, "throttle": 1, "relax": 2, "restore": 3, "open": 4}
 # Where a VM runs: a libvirt domain on its host, or a KubeVirt VM (named
 # namespace/name, braked through its launcher pod) on the node of its host.
 LIBVIRT, KUBEVIRT = "libvirt", "kubevirt"
@@ -128,8 +134,16 @@ def vm_key(vm):
 
 TIGHTEN = "tighten"
 LOOSEN = "loosen"
-# State keys a cap of ours keeps; dropped together when the cap goes.
-CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since", "released", "idle_seen")
+# State keys a brake of ours keeps (a cap, a demoted weight); dropped
+# together when the exact restore takes both away.
+CAP_KEYS = ("cap", "rule", "capped_at", "changed_at", "direction", "calm_since", "released", "idle_seen",
+            "weight", "weight_waits")
+# The least CPU weight the policy demotes to: libvirt's cpu_shares take
+# 2..262144 (cgroup v1) and a cgroup v2 cpu.weight 1..10000.
+MIN_WEIGHT = 2
+# A demotion that leaves the culprit more than this share of its weight
+# changes too little to shorten anyone's wait: the quota rung comes next.
+WEIGHT_STEP_SHARE = 0.5
 
 
 def parameters(given=None):
@@ -365,6 +379,17 @@ def floor_of(vm, params):
     return max(floor, vm.get("min_cap") or 0.0)
 
 
+def demoted_weight(floor, pool, others):
+    """The least CPU weight that still gives a VM `floor` CPUs of a pool of
+    `pool` CPUs while VMs of total weight `others` are busy too (weighted
+    CFS shares a full pool in proportion to the weights): a demotion keeps
+    the class's promise under full contention. None when no weight can
+    (the floor is the whole pool)."""
+    if floor >= pool:
+        return None
+    return max(MIN_WEIGHT, int(math.ceil(floor * others / (pool - floor))))
+
+
 # A VM that uses and waits for less CPU than this is idle: it takes no part
 # in the share-out of the pool (a guest's idle housekeeping, its timer ticks).
 IDLE_CPUS = 0.05
@@ -493,6 +518,11 @@ def contain_targets(culprits, need, params):
     return targets, need
 
 
+def _weight_in_force(vm, state):
+    """Whether the CPU weight the policy demoted a VM to is the one it has."""
+    return state.get("weight") is not None and vm["weight"] is not None and abs(vm["weight"] - state["weight"]) < 0.5
+
+
 def _why_not_cut(vm, want, params):
     """Why contain_targets set no cap on a culprit, in words."""
     floor = floor_of(vm, params)
@@ -545,6 +575,8 @@ class Cycle(object):
         self.notes = []
         self.vm_states = {}
         self.node_states = {}
+        # The VMs of the host at hand whose demoted CPU weight is in force.
+        self.demoted = set()
         # One action per VM a cycle: the first rule to claim it wins.
         self.claimed = {}
 
@@ -561,7 +593,8 @@ class Cycle(object):
             else:
                 used_outside += vm["used"]
             steal = vm["steal"]
-            if vm["cap"] is not None:
+            if vm["cap"] is not None or _weight_in_force(vm, vm["state"]):
+                # A capped or demoted VM's own wait is the brake's doing.
                 capped_wait += steal or 0.0
             # The common case of a fleet, kept cheap: nothing recorded,
             # not capped, not waiting.
@@ -571,6 +604,12 @@ class Cycle(object):
                 continue
             state = states[vm["key"]] = self._carry_state(vm)
             stateful = stateful or bool(state) or vm["class"] == BURSTABLE
+        self.demoted = set(vm["key"] for vm in vms if _weight_in_force(vm, states[vm["key"]]))
+        if self.demoted:
+            # Entitlements are what a VM was sold: its demoted weight is the
+            # brake, not its due.
+            vms = [dict(vm, weight=states[vm["key"]].get("weight_was", vm["weight"])) if vm["key"] in self.demoted
+                   else vm for vm in vms]
         if host["cpus_used"] is not None:
             # The host's own measure counts what the VMs' sum misses (the
             # host itself, other tenants); the dedicated cores are not the pool's.
@@ -584,12 +623,12 @@ class Cycle(object):
             return
         self._credits(host, vms, states)
         severe = params["severe_steal_ratio"]
-        victims = [vm for vm in vms if vm["cap"] is None and (
+        victims = [vm for vm in vms if vm["cap"] is None and vm["key"] not in self.demoted and (
             states[vm["key"]].get("hist", "").count("1") >= trigger_n
             or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= severe)]
         if victims:
             self._contain(host, vms, states, entitlements(host, vms, states), victims, idle)
-        if any(state.get("cap") is not None for state in states.values()):
+        if any(state.get("cap") is not None for state in states.values()) or self.demoted:
             self._relax(host, vms, states, idle)
         for vm in vms:
             if states[vm["key"]] != vm["state"]:
@@ -609,7 +648,17 @@ class Cycle(object):
             state["foreign"] = True
         elif vm["cap"] is None:
             state.pop("foreign", None)
-        bit = "1" if vm["cap"] is None and waits(vm, params, params["victim_steal_ratio"]) else "0"
+        if state.get("weight") is not None and not _weight_in_force(vm, state):
+            self.notes.append({"object": vm["key"], "rule": "foreign_change",
+                               "note": "CPU weight is %s, the policy set %g: someone else changed it; the policy "
+                               "leaves the weight alone" % ("unknown" if vm["weight"] is None else "%g" % vm["weight"],
+                                                            state["weight"])})
+            for key in ("weight", "weight_was", "weight_waits"):
+                state.pop(key, None)
+        # A braked VM (capped, or its weight demoted) waits by the brake's
+        # design: that is no victim's wait.
+        braked = vm["cap"] is not None or state.get("weight") is not None
+        bit = "1" if not braked and waits(vm, params, params["victim_steal_ratio"]) else "0"
         history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
         if "1" in history:
             state["hist"] = history
@@ -798,10 +847,21 @@ class Cycle(object):
                                "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
                                "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
             return
+        # Culprits that may be braked, biggest excess first: the peers, then
+        # smaller culprits that do not wait themselves (a victim that also
+        # takes more than its share is what the containment is for, not what
+        # pays for it).
+        victim_keys = set(v["key"] for v in victims)
+        cut = [item for item in candidates if item[1]["key"] in peers or item[1]["key"] not in victim_keys]
+        waiting_now = [v["name"] for v in victims
+                       if v["key"] not in peers and states[v["key"]].get("hist", "").endswith("1")]
+        cut = self._weigh(host, vms, states, cut, signals, names, waiting_now)
+        if not cut:
+            return
         load = sum(min(wanted(vm), self._cap_after(vm)) if self._cap_after(vm) is not None else wanted(vm)
                    for vm in pool_vms(vms))
         need = load - cpus * (1.0 - params["headroom_share"])
-        culprit_names = ", ".join(item[1]["name"] for item in candidates)
+        culprit_names = ", ".join(item[1]["name"] for item in cut)
         if need < params["min_change_cpus"]:
             # The fluid need is all a quota can free: victims that wait while
             # the pool's load fits are waiting behind runnable neighbours.
@@ -812,12 +872,6 @@ class Cycle(object):
                                "nothing throttled" % (", ".join(names), culprit_names, load, cpus, max(need, 0.0),
                                                       params["min_change_cpus"])})
             return
-        # Culprits that may be cut, biggest excess first: the peers, then
-        # smaller culprits that do not wait themselves (a victim that also
-        # takes more than its share is what the containment is for, not what
-        # pays for it).
-        victim_keys = set(v["key"] for v in victims)
-        cut = [item for item in candidates if item[1]["key"] in peers or item[1]["key"] not in victim_keys]
         targets, need = contain_targets(cut, need, params)
         for _excess, vm, want, ent in cut:
             if vm["key"] not in targets:
@@ -838,14 +892,97 @@ class Cycle(object):
             self.notes.append({"object": host["name"], "rule": "contain",
                                "note": "culprits at their floors: %.2f CPUs of contention remain" % need})
 
+    def _weigh(self, host, vms, states, cut, signals, names, waiting_now):
+        """The first rung: demote the CPU weight of the culprits not braked
+        yet, so that a victim that wakes runs before them; the cut list's
+        culprits that go on to the quota rung: those already capped, those
+        whose demoted weight left victims waiting for weight_cycles cycles,
+        and those no weight can brake (said in the notes)."""
+        params = self.params
+        if not params["weight_cycles"]:
+            return cut
+        pool = pool_vms(vms)
+        unknown = [vm["name"] for vm in pool if vm["weight"] is None]
+        quota = []
+        for item in cut:
+            _excess, vm, want, ent = item
+            state = states[vm["key"]]
+            if vm["cap"] is not None or vm["key"] in self.claimed:
+                quota.append(item)
+                continue
+            if vm["key"] in self.demoted:
+                if waiting_now:
+                    state["weight_waits"] = state.get("weight_waits", 0) + 1
+                if state.get("weight_waits", 0) >= params["weight_cycles"]:
+                    quota.append(item)
+                else:
+                    self.notes.append({"object": vm["key"], "rule": "contain",
+                                       "note": "CPU weight demoted to %g: %s; the quota rung waits %d cycle(s) "
+                                       "in which victims still wait" % (
+                                           state["weight"], "%s still wait" % ", ".join(waiting_now) if waiting_now
+                                           else "no victim waits this cycle", params["weight_cycles"])})
+                continue
+            floor = floor_of(vm, params)
+            weight = None
+            if vm.get("platform", LIBVIRT) != LIBVIRT:
+                why = "its platform's runner sets no CPU weight"
+            elif unknown:
+                why = "the CPU weight of %s was not read" % ", ".join(unknown)
+            else:
+                others = sum(other["weight"] for other in pool if other["key"] != vm["key"])
+                weight = demoted_weight(floor, host["pool"], others)
+                why = "no weight under %g keeps its floor of %.2f CPUs with every other VM busy" % (
+                    WEIGHT_STEP_SHARE * vm["weight"], floor)
+                if weight is not None and weight > WEIGHT_STEP_SHARE * vm["weight"]:
+                    weight = None
+            if weight is None:
+                self.notes.append({"object": vm["key"], "rule": "contain",
+                                   "note": "CPU weight not demoted (%s): the quota rung instead" % why})
+                quota.append(item)
+                continue
+            above = "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
+            reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: CPU weight demoted from %g to %d (with every VM "
+                      "busy it still gets its floor of %.2f CPUs)" % (", ".join(names), vm["name"], want, above,
+                                                                      vm["weight"], weight, floor))
+            vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
+                              entitled_cpus=round(ent, 3), floor_cpus=round(floor, 3), weight=vm["weight"])
+            action = self._propose("weight", host, vm, None, "contain", reason, vm_signals,
+                                   state=self._weighted(state, weight, vm["weight"]), priority=want - ent)
+            (action if action is not None else self.held[-1]).update(shares=weight, previous_shares=vm["weight"])
+        return quota
+
+    def _release_weight(self, host, vm, state, ents):
+        """A demoted weight with no cap is let go, exactly, once the VM was no
+        culprit in trigger_n of the last trigger_m cycles (a weight wastes no
+        idle CPU, so it stays as long as the VM is one)."""
+        params = self.params
+        want = wanted(vm)
+        released = (state.get("released", "") + (
+            "0" if is_culprit(vm, want, ents[vm["key"]], params) else "1"))[-params["trigger_m"]:]
+        state["released"] = released
+        if vm["key"] in self.claimed or released.count("1") < params["trigger_n"]:
+            return
+        if self._flapping(state) and self.now - state.get("changed_at", self.now) < state["cooldown"]:
+            return
+        self._propose("restore", host, vm, None, "release",
+                      "no longer a culprit in %d of the last %d cycles (wants %.2f CPUs): CPU weight restored exactly"
+                      % (released.count("1"), len(released), want),
+                      {"cpus_used": vm["used"], "wanted_cpus": round(want, 3), "weight": vm["weight"],
+                       "demoted_weight": state["weight"]}, state=self._restored(state))
+
     def _relax(self, host, vms, states, idle):
         params, now = self.params, self.now
-        calm = not any(vm["cap"] is None and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
+        calm = not any(vm["cap"] is None and vm["key"] not in self.demoted
+                       and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
             (host["avg10"] is None or host["avg10"] < params["pressure_relax"])
         room, grown = idle - params["headroom_share"] * host["pool"], 0.0
         ents = None
         for vm in sorted(vms, key=lambda v: v["key"]):
             state = states[vm["key"]]
+            if vm["cap"] is None and vm["key"] in self.demoted:
+                ents = ents or entitlements(host, vms, states)
+                self._release_weight(host, vm, state, ents)
+                continue
             if not self._ours(vm, state) or state.get("rule") != "contain":
                 continue
             want = wanted(vm)
@@ -941,8 +1078,16 @@ class Cycle(object):
     # -- state transitions of a VM's cap
 
     def _capped(self, state, cpus, rule):
+        return self._tightened(dict(state, cap=round(cpus, 3)), rule)
+
+    def _weighted(self, state, weight, was):
+        new = dict(state, weight=weight, weight_was=was)
+        new.pop("weight_waits", None)
+        return self._tightened(new, "contain")
+
+    def _tightened(self, state, rule):
         params, now = self.params, self.now
-        new = dict(state, cap=round(cpus, 3), rule=rule, changed_at=now)
+        new = dict(state, rule=rule, changed_at=now)
         new.setdefault("capped_at", now)
         new.pop("calm_since", None)
         new.pop("released", None)

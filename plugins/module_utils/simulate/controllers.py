@@ -164,6 +164,8 @@ class Overcommit(object):
             kind = action["action"]
             if kind in ("throttle", "relax"):
                 actions.append(("cap", action["object"], action["cpus"], action["rule"]))
+            elif kind == "weight":
+                actions.append(("weight", action["object"], action["shares"], action["rule"]))
             elif kind == "restore":
                 actions.append(("lift", action["object"], None, action["rule"]))
             else:

@@ -47,12 +47,15 @@ class Run(object):
                     "credits": None, "paused": False, "weight": vm.get("weight")}
             self.views.append(view)
             self.views_by_host[vm["host"]].append(view)
+        self.views_index = dict((view["key"], view) for view in self.views)
         self.hosts = [{"name": host, "cpus": float(cpus), "avg10": 0.0, "avg60": 0.0}
                       for host, cpus in trace.hosts.items()]
         arguments = (self.hosts, self.views) + ((params,) if name == policy.NAME else ())
         self.controller = CONTROLLERS[name](*arguments)
         self.caps = {}
         self.rules = {}
+        # CPU weights a policy set, by VM: in force until its restore.
+        self.weights = {}
         self.gated = dict((host, False) for host in trace.hosts)
         # The metrics judge with their own fixed thresholds, never the policy's.
         self.metrics = Metrics(trace)
@@ -66,6 +69,10 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
     runs = [Run(name, trace, params) for name in names]
     host_keys = dict((host, [key for key, vm in trace.vms.items() if vm["host"] == host]) for host in trace.hosts)
     specs = dict((host, _specs(trace, keys)) for host, keys in host_keys.items())
+    # Hosts whose VMs all have a CPU weight in the trace: only those weights
+    # are the scheduler's (a policy demotes only weights it read).
+    weighted = dict((host, all(trace.vms[key].get("weight") is not None for key in keys if
+                               trace.vms[key]["class"] != "dedicated")) for host, keys in host_keys.items())
     burstable = [(key, vm["baseline_cpus"]) for key, vm in trace.vms.items() if vm["class"] == "burstable"]
     plotted_host, plotted = _plotted(trace, host_keys)
     step = max(1, -(-trace.count // plot_points))
@@ -80,7 +87,10 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
             for position, run in enumerate(runs):
                 caps = [run.caps.get(key) for key in keys]
                 model = run.models[host]
-                used, steal, contention = model.run(host_specs, demands, caps)
+                run_specs = host_specs if not run.weights else \
+                    [(vcpus, dedicated, run.weights.get(key, weight))
+                     for key, (vcpus, dedicated, weight) in zip(keys, host_specs)]
+                used, steal, contention = model.run(run_specs, demands, caps, weighted_queue=weighted[host])
                 run.metrics.interval_of_host(host, index, keys, host_specs, demands, used, contention, caps,
                                              [run.rules.get(key) for key in keys], model.cpus)
                 views = views_index[position]
@@ -123,6 +133,18 @@ def _apply(run, actions, trace):
             continue
         before = run.caps.get(key)
         metrics.action(kind, key, rule, trace.vms[key]["class"])
+        view = run.views_index[key]
+        if kind == "weight":
+            # A demoted weight is a brake too: its reversals count as a cap's.
+            if key not in run.weights and before is None:
+                metrics.cap_moved(key, True)
+            run.weights[key] = view["weight"] = cpus
+            continue
+        if kind == "lift" and key in run.weights:
+            del run.weights[key]
+            view["weight"] = trace.vms[key].get("weight")
+            if before is None:
+                metrics.cap_moved(key, False)
         if kind == "cap":
             run.caps[key] = cpus
             run.rules[key] = rule

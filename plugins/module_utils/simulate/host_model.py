@@ -20,6 +20,11 @@ busy. A VM whose vCPUs sleep (it wants less than all of them) waits
 QUEUE_DELAY of what it runs times the chance that the others' busy CPUs
 fill the pool's last one (queue_wait), fitted on the lab's cores
 (bench/host_queueing.py, measured beside modelled in docs/policy.md).
+Where the VMs' CPU weights differ, a busy neighbour counts towards filling
+the pool in proportion to its weight over the waking VM's (at most whole):
+a demoted neighbour is preempted by the waking vCPU. That form is the
+scheduler's, not yet fitted on a lab sweep of weights; with equal weights
+the model is the fitted one unchanged.
 Time a cap withholds counts as host pressure, as the kernel counts it: a
 throttled vCPU thread stays runnable and waits out the period (measured on
 the lab's cgroup v1 host, docs/policy.md)."""
@@ -93,9 +98,11 @@ class HostModel(object):
         self.decay10 = math.exp(-interval_seconds / 10.0)
         self.decay60 = math.exp(-interval_seconds / 60.0)
 
-    def run(self, vms, demands, caps):
+    def run(self, vms, demands, caps, weighted_queue=False):
         """One interval. vms: [(vcpus, dedicated, weight)], demands: CPUs each VM
-        wants, caps: each VM's cap in CPUs or None. Returns (used, steal,
+        wants, caps: each VM's cap in CPUs or None; weighted_queue: the
+        weights are the host's own (read, or set by a policy), not vCPUs
+        standing in for them, so they order the wake-ups too. Returns (used, steal,
         contention steal: the part no cap of its own explains, queue waits
         included) per VM; updates the pressure averages."""
         count = len(vms)
@@ -123,10 +130,18 @@ class HostModel(object):
         steal = [wants[i] - used[i] for i in range(count)]
         if self.queue_delay and shared and pool > 0:
             busy = sum(used[index] for index in shared)
+            weighted = weighted_queue and len(set(weights)) > 1
             for position, index in enumerate(shared):
                 if wants[index] >= vms[index][0] - 1e-9 or (caps[index] is not None and caps[index] <= wants[index]):
                     continue  # a vCPU that never sleeps never wakes to a full host; a cap's wait is steal already
-                wait = queue_wait(self.queue_delay, used[index], busy - used[index], pool)
+                others = busy - used[index]
+                if weighted:
+                    # A waking vCPU runs before a busy neighbour of lower
+                    # weight (its virtual time runs slower): that neighbour
+                    # fills the pool only in proportion to their weights.
+                    mine = vms[index][2]
+                    others = sum(used[other] * min(1.0, vms[other][2] / mine) for other in shared if other != index)
+                wait = queue_wait(self.queue_delay, used[index], others, pool)
                 steal[index] += wait
                 contention[index] += wait
         # A capped VM's vCPUs wait out each throttled period, and the kernel

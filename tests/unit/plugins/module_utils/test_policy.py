@@ -187,22 +187,129 @@ def test_a_culprit_goes_under_its_fair_share_only_while_victims_still_starve():
     assert list(caps) == ["batch-1"] and caps["batch-1"] == pytest.approx(2.0)
 
 
-def test_a_victim_waiting_behind_a_culprit_while_the_load_fits_gets_no_cap_and_a_note_saying_why():
-    """The lab's recorded cycle (bench/recorded/closed_loop_lab.json): on 1
-    CPU of pool, a light guest wanting 0.306 CPU waits 41 % of it beside a
-    spinner; the load (0.418 + 0.577) fits the pool less headroom within
-    min_change_cpus, so a quota frees nothing. Nothing is throttled, and the
-    plan says why instead of saying nothing."""
+def lab_cycle(weights=None, states=None):
+    """The lab's recorded cycle (bench/recorded/closed_loop_lab.json): on 2
+    CPUs, a light guest wanting 0.306 CPU waits 41 % of it beside a spinner
+    and another busy guest; the load (1.966 CPUs) fits the pool less
+    headroom within min_change_cpus, so a quota frees nothing."""
+    weights, states = weights or {}, states or {}
     vms = [vm("spinner", 0.95, 0.05, vcpus=1), vm("light", 0.18, 0.126, vcpus=1, state={"hist": "11"}),
            vm("other", 0.5, 0.16, vcpus=1)]
-    busy = dict(host(cpus=2), cpus_used=1.97)
-    # Wanted 1.0 + 0.306 + 0.66 = 1.966 of 2 CPUs less 2 % headroom: 0.006 CPUs to free.
-    plan = decide([busy], vms)
+    for entry in vms:
+        if entry["name"] in weights:
+            entry["weight"] = weights[entry["name"]]
+        if entry["name"] in states:
+            entry["policy"] = states[entry["name"]]
+    return [dict(host(cpus=2), cpus_used=1.97)], vms
+
+
+def test_a_victim_waiting_behind_a_culprit_while_the_load_fits_gets_no_cap_and_a_note_saying_why():
+    """With no CPU weights read, the weight rung cannot run and the quota
+    rung frees nothing: nothing is throttled, and the plan says why."""
+    hosts, vms = lab_cycle()
+    plan = decide(hosts, vms)
     assert plan["actions"] == []
     notes = [n["note"] for n in plan["notes"] if n["rule"] == "contain"]
-    assert len(notes) == 1, plan["notes"]
-    assert "light wait for CPU beside culprits (spinner), but the pool's load (1.97 of 2 CPUs" in notes[0]
-    assert "under min_change_cpus (0.05)" in notes[0] and "nothing throttled" in notes[0]
+    assert len(notes) == 2, plan["notes"]
+    assert "CPU weight not demoted (the CPU weight of spinner, light, other was not read)" in notes[0]
+    assert "light wait for CPU beside culprits (spinner), but the pool's load (1.97 of 2 CPUs" in notes[1]
+    assert "under min_change_cpus (0.05)" in notes[1] and "nothing throttled" in notes[1]
+
+
+# -------------------------------------------------------------- the weight rung
+
+def test_the_demoted_weight_keeps_the_floor_under_full_contention():
+    # 0.25 CPU of 2 beside 2048 of others' weight: 0.25 * 2048 / 1.75 = 292.6.
+    assert policy.demoted_weight(0.25, 2.0, 2048) == 293
+    weight = policy.demoted_weight(0.25, 2.0, 2048)
+    assert 2.0 * weight / (weight + 2048) >= 0.25 > 2.0 * (weight - 1) / (weight - 1 + 2048)
+    assert policy.demoted_weight(0.001, 8.0, 1024) == policy.MIN_WEIGHT
+    assert policy.demoted_weight(2.0, 2.0, 1024) is None
+
+
+def test_where_a_quota_frees_nothing_the_culprits_weight_is_demoted_first_and_nothing_capped():
+    hosts, vms = lab_cycle(weights={"spinner": 1024, "light": 1024, "other": 1024})
+    plan = decide(hosts, vms)
+    assert kinds(plan) == [("weight", "spinner")], plan
+    action = plan["actions"][0]
+    assert action["shares"] == 293 and action["previous_shares"] == 1024 and "cpus" not in action
+    assert "CPU weight demoted from 1024 to 293" in action["reason"] and "floor of 0.25 CPUs" in action["reason"]
+    state = plan["state"]["vms"]["hv-1/spinner"]
+    assert state["weight"] == 293 and state["weight_was"] == 1024 and "cap" not in state
+
+
+def test_no_weight_rung_on_a_platform_that_sets_none_nor_with_weight_cycles_zero():
+    hosts, vms = [host(cpus=8)], weighted_noisy_host()
+    capped = decide(hosts, vms, weight_cycles=0)
+    assert kinds(capped) == [("throttle", "batch-1")]
+    vms[0]["platform"] = "kubevirt"
+    kubevirt = decide(hosts, vms)
+    assert [a["action"] for a in kubevirt["actions"]] == ["throttle"]
+    assert any("its platform's runner sets no CPU weight" in n["note"] for n in kubevirt["notes"])
+
+
+def weighted_noisy_host(states=None):
+    """noisy_host at libvirt's default weights; the culprit's floor (0.4 CPU)
+    lets a demotion keep it with the nine others busy (0.4 * 9216 / 7.6)."""
+    vms = noisy_host(states=dict({"web-1": {"hist": "11"}}, **(states or {})))
+    for entry in vms:
+        entry["weight"] = 1024
+    vms[0]["floor_cpus"] = 0.4
+    return vms
+
+
+def test_victims_still_waiting_after_the_weight_get_the_quota_rung_one_cycle_later():
+    vms = weighted_noisy_host()
+    first = decide([host(cpus=8)], vms)
+    assert kinds(first) == [("weight", "batch-1")]
+    after = carry(vms, first)
+    after[0]["weight"] = first["actions"][0]["shares"]
+    # The demoted culprit waits more itself: that is the brake's doing, not a victim's wait.
+    after[0]["usage"] = {"cpus_used": 4.0, "steal_cpus": 4.0}
+    second = decide([host(cpus=8)], after, now=NOW + 10)
+    assert kinds(second) == [("throttle", "batch-1")], second
+    state = second["state"]["vms"]["hv-1/batch-1"]
+    assert state["cap"] == second["actions"][0]["cpus"] and state["weight"] == first["actions"][0]["shares"]
+    assert "hist" not in state or not state["hist"].endswith("1")
+
+
+def test_victims_relieved_by_the_weight_get_no_quota_and_a_quiet_culprit_gets_its_weight_back_exactly():
+    vms = weighted_noisy_host()
+    first = decide([host(cpus=8)], vms)
+    calm = carry(vms, first)
+    calm[0]["weight"] = first["actions"][0]["shares"]
+    for entry in calm[1:4]:
+        entry["usage"] = {"cpus_used": 1.1, "steal_cpus": 0.0}
+    second = decide([host(cpus=8)], calm, now=NOW + 10)
+    assert second["actions"] == [], second
+    # Still busy, still a culprit: the weight stays (it wastes no idle CPU).
+    third = decide([host(cpus=8)], carry(calm, second), now=NOW + 20)
+    assert third["actions"] == []
+    quiet = carry(calm, third)
+    quiet[0]["usage"] = {"cpus_used": 0.3, "steal_cpus": 0.0}
+    fourth = decide([host(cpus=8)], quiet, now=NOW + 30)
+    assert fourth["actions"] == []
+    fifth = decide([host(cpus=8)], carry(quiet, fourth), now=NOW + 40)
+    assert kinds(fifth) == [("restore", "batch-1")] and fifth["actions"][0]["rule"] == "release"
+    assert "CPU weight restored exactly" in fifth["actions"][0]["reason"]
+    assert "weight" not in (fifth["state"]["vms"]["hv-1/batch-1"] or {})
+
+
+def test_a_weight_someone_else_changed_is_left_alone_and_said_so():
+    vms = weighted_noisy_host(states={"batch-1": {"weight": 200, "weight_was": 1024, "rule": "contain"}})
+    plan = decide([host(cpus=8)], vms)
+    notes = [n["note"] for n in plan["notes"] if n["rule"] == "foreign_change"]
+    assert notes == ["CPU weight is 1024, the policy set 200: someone else changed it; the policy leaves the weight "
+                     "alone"]
+
+
+def test_a_demotion_that_would_break_the_floor_is_skipped_for_the_quota_rung():
+    # Floor 0.9 of 1 vCPU on 2 CPUs beside 2048: 0.9 * 2048 / 1.1 = 1676, no demotion of 1024.
+    hosts, vms = lab_cycle(weights={"spinner": 1024, "light": 1024, "other": 1024})
+    vms[0]["floor_cpus"] = 0.9
+    plan = decide(hosts, vms)
+    assert plan["actions"] == []
+    assert any("no weight under 512 keeps its floor of 0.90 CPUs" in n["note"] for n in plan["notes"]), plan["notes"]
 
 
 def test_a_culprit_left_uncapped_at_its_floor_is_named_with_the_reason():

@@ -157,6 +157,30 @@ def test_a_weighted_trace_round_trips_and_weights_the_host_model(tmp_path):
     assert series["small"][0] == pytest.approx(2.0) and series["big"][0] == pytest.approx(2.0)
 
 
+def test_a_demoted_weight_shortens_a_light_vms_wait_in_the_model_and_wastes_no_cpu():
+    """The lab's case in the model: on 2 CPUs a light VM wanting 0.3 CPU
+    beside two spinners, all at libvirt's default weight. No control leaves
+    it waiting; the policy demotes the spinners' weights (no cap: the
+    quota would free nothing), and its wait falls to what the fluid
+    share-out gives, with no CPU withheld."""
+    trace = traces.Trace("weights", 10, {"hv-1": 2})
+    light = trace.add_vm("hv-1", "light", "shared", 1, weight=1024)
+    spinners = [trace.add_vm("hv-1", "spin-%d" % n, "shared", 1, weight=1024) for n in (1, 2)]
+    trace.grow(60)
+    trace.has_ground_truth = True
+    for index in range(60):
+        trace.demand[light][index] = 0.3
+        for key in spinners:
+            trace.demand[key][index] = 1.0
+            trace.culprit[key][index] = 1
+    result = engine.simulate(trace, ["none", "overcommit"])
+    none, ours = result["policies"]["none"], result["policies"]["overcommit"]
+    assert none["victim_steal_cpu_seconds"] > 100
+    assert ours["victim_steal_cpu_seconds"] < none["victim_steal_cpu_seconds"] / 5, ours
+    assert ours["actions"] == {"weight": 2} and ours["throttled_cpu_seconds"] == 0, ours
+    assert none["containment_p95_intervals"] == 60 and ours["containment_p95_intervals"] <= 2
+
+
 @pytest.mark.parametrize("hosts, reason", [
     ("host\nhv-1\n", "host,cpus"),
     ("host,cpus\nhv-1,0\n", "above 0"),
