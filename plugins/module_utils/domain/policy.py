@@ -687,6 +687,9 @@ class Cycle(object):
                 action["platform"] = vm["platform"]
             if cpus is not None:
                 action["cpus"] = round(cpus, 3)
+            if kind in ("throttle", "relax") and state and state.get("weight") is not None:
+                # A throttle sets the whole brake: the demoted weight stays with the cap.
+                action["shares"] = state["weight"]
             self.claimed[vm["key"]] = cpus
         else:
             action.update({"node": host["node"]["name"], "object": "node/%s" % host["node"]["name"]})

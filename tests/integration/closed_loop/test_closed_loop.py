@@ -1,7 +1,8 @@
 """Stage 3 on the lab's real libvirtd: the closed loop run by ansible-rulebook
 with the shipped polling rulebook, by Prometheus -> Alertmanager -> the
 shipped alert rulebook, and by ansible-playbook directly (kill switch, dry
-run, two cycles at once).
+run, two cycles at once). The loop brakes the culprit weight first (its CPU
+weight demoted), then with a quota only while the victims still wait.
 
 The noisy neighbour is real contention: oc-lab-busy-1, a one-vCPU shared
 guest that wants far more than its share of the two cores, starts spinning beside
@@ -181,6 +182,9 @@ def test_the_polling_rulebook_contains_a_noisy_neighbour_then_releases_it_and_re
         assert len(upto) <= 2, [(c["time"], c["lines"]) for c in upto]
         acted = [a for c in cycles(cycle_dir) if c["time"] >= since for a in c["actions"] if a.get("vm")]
         assert set(a["vm"] for a in acted) == {CULPRIT}, acted
+        # Weight first: the culprit's CPU weight is demoted before any quota.
+        assert acted[0]["action"] == "weight" and acted[0]["shares"] < live_before["cpu_shares"], acted
+        assert culprit.schedulerParametersFlags(LIVE)["cpu_shares"] == acted[0]["shares"]
         assert record_of(lab, CULPRIT)["throttle"]["reason"].startswith("contain:")
         for name in VICTIMS:
             assert record_of(lab, name).get("throttle") is None
@@ -202,7 +206,8 @@ def test_the_polling_rulebook_contains_a_noisy_neighbour_then_releases_it_and_re
                 caps.append(info["cap_cpus"])
             return info.get("throttle") is None and info.get("cap_cpus") is None
         wait_for("the culprit released and restored", restored, 300, log)
-        assert caps and caps == sorted(caps), caps
+        # Any cap the quota rung added was only ever raised on the way out.
+        assert caps == sorted(caps), caps
         assert tuning(culprit) == (live_before, config_before)
         # The cycle's summary is written after its records: wait for the restoring one.
         wait_for("the restoring cycle's summary", lambda: [

@@ -115,6 +115,21 @@ def test_cap_set_with_persistence_survives_a_guest_restart(libvirt_conn, busy_gu
     assert busy_guest.schedulerParametersFlags(LIVE)["cpu_shares"] == 1024
 
 
+def test_the_ladder_weight_then_quota_restores_both_exactly_in_one_restore(libvirt_conn, idle4):
+    """The loop's rungs on one domain: a demoted weight (the weight rung),
+    then a cap on top (the quota rung); the one restore puts both back."""
+    before = sched(idle4)
+    weight = cputune({"domains": ["oc-lab-idle-4"], "shares": 293, "reason": "contain: weight rung"})
+    assert weight["changed"] and idle4.schedulerParametersFlags(LIVE)["cpu_shares"] == 293, weight
+    # A throttle sets the whole brake: the loop's cap keeps the demoted weight with it.
+    capped = cputune({"domains": ["oc-lab-idle-4"], "cpus": 1.5, "shares": 293, "reason": "contain: quota rung"})
+    assert capped["changed"], capped
+    live = idle4.schedulerParametersFlags(LIVE)
+    assert (live["cpu_shares"], live["global_quota"]) == (293, 150000), live
+    restored = cputune({"domains": ["oc-lab-idle-4"], "state": "restored"})
+    assert restored["changed"] and sched(idle4) == before, restored
+
+
 def test_switching_per_vcpu_cap_to_whole_domain_cap_in_one_task(libvirt_conn, idle4):
     per_vcpu = cputune({"domains": ["oc-lab-idle-4"], "scope": "vcpu", "cpus": 0.5})
     assert per_vcpu["changed"], per_vcpu

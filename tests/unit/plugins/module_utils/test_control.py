@@ -109,6 +109,13 @@ def test_only_a_cap_a_plan_set_is_the_policys_own_state():
     # A record without a readable time: the cap, without since when.
     assert observe.vm_state(domain("a", 1, 0, cap=0.5, record={"time": "?", "plan": "plan-1"})) == \
         {"cap": 0.5, "rule": "contain"}
+    # A weight a plan demoted, with no cap: the record's previous weight is what it was.
+    weighted = domain("a", 1, 0, record={"time": "2023-11-14T22:13:20Z", "plan": "plan-1", "owns": ["cpu_shares"],
+                                         "previous": {"live": {"cpu_shares": 1024}}}, live={"cpu_shares": 293})
+    assert observe.vm_state(weighted) == {"weight": 293, "weight_was": 1024, "rule": "contain", "capped_at": NOW,
+                                          "changed_at": NOW}
+    # Shares a hand throttle set are someone else's.
+    assert observe.vm_state(dict(weighted, throttle=dict(weighted["throttle"], plan=None))) == {}
 
 
 def test_the_effect_of_a_gate_is_read_from_the_taints_it_set():

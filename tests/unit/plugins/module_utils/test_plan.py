@@ -148,6 +148,10 @@ def test_change_text_says_what_each_kind_of_action_does():
     assert vm_action("relax", 1.2, previous=1.0)["change"] == "relax to 1.2 CPU, was 1 CPU"
     assert vm_action("restore", None, previous=1.8)["change"] == "restore exactly (now 1.8 CPU)"
     assert node_action("gate")["change"] == "gate node" and node_action("open")["change"] == "open node"
+    weight = {"action": "weight", "object": "hv-1/a", "shares": 293, "previous_shares": 1024}
+    assert plans.change_text(weight) == "demote CPU weight to 293, was 1024"
+    assert plans.is_done(weight, live_vm(None, "t", PLAN_ID), PLAN_ID)
+    assert not plans.is_done(weight, live_vm(None, "t", "plan-other"), PLAN_ID)
 
 
 @pytest.mark.parametrize("action, current, done", [

@@ -270,6 +270,8 @@ def test_victims_still_waiting_after_the_weight_get_the_quota_rung_one_cycle_lat
     assert kinds(second) == [("throttle", "batch-1")], second
     state = second["state"]["vms"]["hv-1/batch-1"]
     assert state["cap"] == second["actions"][0]["cpus"] and state["weight"] == first["actions"][0]["shares"]
+    # The cap keeps the demoted weight: a throttle sets the whole brake.
+    assert second["actions"][0]["shares"] == first["actions"][0]["shares"]
     assert "hist" not in state or not state["hist"].endswith("1")
 
 
