@@ -69,8 +69,8 @@ def change_text(action):
     if kind in ("throttle", "relax"):
         return "%s to %s, was %s" % (kind, cpus_text(action["cpus"]), cpus_text(action.get("previous_cpus")))
     if kind == "weight":
-        return "demote CPU weight to %d, was %s" % (action["shares"], "%g" % action["previous_shares"]
-                                                     if action.get("previous_shares") is not None else "unknown")
+        was = action.get("previous_shares")
+        return "demote CPU weight to %d, was %s" % (action["shares"], "unknown" if was is None else "%g" % was)
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
     if kind == "gate" and action.get("effect"):
