@@ -1,8 +1,7 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Detect, contain, relax: the real closed loop on the lab's libvirtd through
-noisy-neighbour patterns, beside the simulator replaying the same run, in
-one run.
+noisy-neighbour patterns, acting against itself in dry run, in one run.
 
 The loop is playbooks/closed_loop.yml run cycle after cycle on the lab's
 hypervisor (as the shipped polling rulebook runs it), with the policy's
@@ -14,33 +13,38 @@ policy reads the pool from the guests' pinning; the lab's own running
 guests are pinned there for the run and put back afterwards). The tenants
 are one-vCPU guests of class shared made for the run: victims that want
 part of a CPU (a duty boot sector: the same work at each 100 Hz tick) and
-culprits that spin. The patterns follow one another:
+culprits that spin; KVM-accelerated where /dev/kvm works (--accel), else
+TCG, whose vCPUs wake through QEMU's main loop rather than as a real
+guest's do. The patterns follow one another:
 
-  quiet         a victim alone (the baseline: nothing to do)
-  start         a culprit starts spinning beside them
-  swap          it stops (paused) as a second culprit starts
-  stop          that one stops too
-  two culprits  both spin at once
+  quiet         a victim alone (the baseline; half a phase)
+  start         a culprit starts spinning beside it
+  stop          it stops (paused)
+  two culprits  two spin at once
   stop both     both stop
-  even load     four victims, no culprit (anything throttled is a false throttle)
+  even load     four victims, no culprit (anything braked is a false action)
 
-Per pattern it prints, for the lab and for the simulator: seconds and cycles
-from a culprit starting to its first cap; seconds from the victims first
-waiting to their delay being back under target (the simulator's metric
-thresholds, metrics.is_victim, judged over each cycle); seconds and cycles
-from a culprit stopping to its cap's removal; false throttles (a cap cut on a
-guest that is not spinning); reversals (a cap cut again after it was
-raised). The simulator replays the lab's own trace: each guest wants what
-it used alone while it runs (measured before the loop starts), at intervals
-of the loop's measured cycle period, with the spinners as ground truth.
+Each arm runs them from freshly defined guests: the control arm with the
+loop in mode=dry_run (the same cycles, measurements and decisions, no
+action), the other acting; the arms alternate, --repeats times each. Per
+pattern it prints the most waiting victim's wait ratio (vCPU delay /
+(used + delay) over the pattern's second half) in both arms with the
+spread over the repeats, the culprits' CPU, the pool's idle CPU while a
+brake (a cap or a demoted weight) is on, cycles to the first brake and to
+its release, and false actions; then each target, fixed before measuring,
+met or missed.
 
     source scripts/lib.sh
-    $VENV/bin/python bench/closed_loop.py [--phase-seconds 120] [--policy '{"cooldown_seconds": 60}'] [--json FILE]
-    $VENV/bin/python bench/closed_loop.py --from bench/recorded/closed_loop_lab.json
+    $VENV/bin/python bench/closed_loop.py [--phase-seconds 60] [--repeats 3] [--accel auto] [--json FILE]
+    $VENV/bin/python bench/closed_loop.py --from bench/recorded/closed_loop_arms.json
 
-The second form reports on a recorded run without measuring (the
-simulator's half is computed again). Needs the lab (tests/testbed/lab up)
-and the machine to itself. Every guest made is removed afterwards.
+The second form reports on a recorded run without measuring. A record of
+one acting run (bench/recorded/closed_loop_lab.json, from before the
+control arm) is reported as it was then: the lab beside the simulator
+replaying the same run (each guest wanting what it used alone while it
+runs, at the loop's measured cycle period, the spinners as ground truth).
+Needs the lab (tests/testbed/lab up) and the machine to itself. Every guest
+made is removed afterwards.
 """
 
 import argparse
@@ -91,6 +95,24 @@ PATTERNS = (
     ("even load", {V2: "run", V3: "run", V4: "run"}),
 )
 CYCLE_SAMPLES, CYCLE_INTERVAL = 2, 3
+# The off/on comparison: each arm runs these from fresh guests, the loop in
+# dry run (same work, no action) or acting; quiet is a lead-in of half a phase.
+ARM_PATTERNS = (
+    ("quiet", {V1: "run"}),
+    ("start", {C1: "run"}),
+    ("stop", {C1: "pause"}),
+    ("two culprits", {C1: "run", C2: "run"}),
+    ("stop both", {C1: "pause", C2: "pause"}),
+    ("even load", {V2: "run", V3: "run", V4: "run"}),
+)
+MODES = ("dry_run", "act")
+# The targets, fixed before measuring (the victims' wait is vCPU delay /
+# (used + delay), the figure the loop's own victims are judged by nowhere).
+TARGET_WAIT_SHARE_OF_OFF = 0.5
+TARGET_WAIT = 0.15
+TARGET_WAIT_OVER_QUIET = 0.05
+TARGET_IDLE_WHILE_BRAKED = 0.05
+TARGET_CYCLES = 2
 
 
 # ---------------------------------------------------------------- the lab run
@@ -99,14 +121,14 @@ def pool_cpus():
     return sorted(set(range(os.cpu_count())) - LOOP_CPUS)
 
 
-def define_guests(conn, disk_dir, levels):
+def define_guests(conn, disk_dir, levels, domain_type="qemu"):
     """The run's guests, defined (not started); `levels`: {victim: loops}."""
     domains = {}
     for name in VICTIMS + CULPRITS:
         disk = os.path.join(disk_dir, name + ".img")
         with open(disk, "wb") as handle:
             handle.write(lab_guests.duty_boot_sector(levels[name]) if name in levels else lab_guests.SPIN_BOOT_SECTOR)
-        domains[name] = conn.defineXML(lab_guests.guest_xml(name, disk, "shared", pool_cpus()))
+        domains[name] = conn.defineXML(lab_guests.guest_xml(name, disk, "shared", pool_cpus(), domain_type))
     return domains
 
 
@@ -154,21 +176,23 @@ def set_state(domain, state):
         domain.suspend()
 
 
-def calibrate(client, conn, disk_dir, seconds):
+def calibrate(client, conn, disk_dir, seconds, domain_type="qemu"):
     """Loops per tick for a victim at VICTIM_LEVEL, from a probe and the bare
-    timer each run alone."""
-    used = {}
+    timer each run alone, and the CPU weight a guest starts with."""
+    used, shares = {}, None
     for label, loops in (("probe", lab_guests.PROBE_LOOPS), ("timer", 1)):
         disk = os.path.join(disk_dir, "calibrate-%s.img" % label)
         with open(disk, "wb") as handle:
             handle.write(lab_guests.duty_boot_sector(loops))
-        domain = conn.createXML(lab_guests.guest_xml(PREFIX + "calibrate", disk, cpus=pool_cpus()), 0)
+        domain = conn.createXML(lab_guests.guest_xml(PREFIX + "calibrate", disk, cpus=pool_cpus(),
+                                                     domain_type=domain_type), 0)
         try:
             time.sleep(2)
             used[label] = lab_guests.cpu_rate(client, domain, seconds)
+            shares = client.scheduler_parameters(domain, LIVE).get("cpu_shares")
         finally:
             domain.destroy()
-    return lab_guests.duty_loops(VICTIM_LEVEL, used["probe"], used["timer"])
+    return lab_guests.duty_loops(VICTIM_LEVEL, used["probe"], used["timer"]), shares
 
 
 def alone_rates(client, domains, seconds):
@@ -191,6 +215,12 @@ def caps_now(client, domains):
         if domain.isActive():
             caps[name] = cpu.domain_cpus(client.scheduler_parameters(domain, LIVE), 1)
     return caps
+
+
+def shares_now(client, domains):
+    """{guest: its live CPU weight (cpu_shares)} of the running guests."""
+    return dict((name, client.scheduler_parameters(domain, LIVE).get("cpu_shares"))
+                for name, domain in domains.items() if domain.isActive())
 
 
 def counters(client, domains):
@@ -217,14 +247,14 @@ class Loop(object):
     waited and were capped to at its end: the end of one cycle to the end of
     the next is one step of the run."""
 
-    def __init__(self, client, domains, policy_params, work_dir):
+    def __init__(self, client, domains, policy_params, work_dir, mode="act"):
         self.client, self.domains = client, domains
         self.work_dir = work_dir
         self.cycle_dir = os.path.join(work_dir, "cycles")
         os.makedirs(self.cycle_dir)
         with open(os.path.join(work_dir, "vars.json"), "w") as handle:
             json.dump({"cycle_hosts": HOST, "samples": CYCLE_SAMPLES, "interval": CYCLE_INTERVAL,
-                       "policy": policy_params, "cycle_dir": self.cycle_dir}, handle)
+                       "policy": policy_params, "cycle_dir": self.cycle_dir, "mode": mode}, handle)
         bin_dir = os.path.dirname(sys.executable)
         self.command = [os.path.join(bin_dir, "ansible-playbook"), "-i", INVENTORY, "overcommit.control.closed_loop",
                         "-e", "@" + os.path.join(work_dir, "vars.json")]
@@ -240,7 +270,7 @@ class Loop(object):
     def mark(self):
         """The state every step is measured from."""
         return {"at": time.time(), "counters": counters(self.client, self.domains), "busy": pool_busy(),
-                "caps": caps_now(self.client, self.domains)}
+                "caps": caps_now(self.client, self.domains), "shares": shares_now(self.client, self.domains)}
 
     def start(self):
         self.last = self.mark()
@@ -268,7 +298,7 @@ class Loop(object):
                                         os.path.join(self.work_dir, "cycles.log")))
             elapsed = now["at"] - self.last["at"]
             step = {"start": started, "end": now["at"], "seconds": elapsed, "caps": now["caps"], "actions": actions,
-                    "background": None, "used": {}, "delay": {}}
+                    "shares": now["shares"], "background": None, "used": {}, "delay": {}}
             for name, (used, delay) in now["counters"].items():
                 if name in self.last["counters"]:
                     before_used, before_delay = self.last["counters"][name]
@@ -279,38 +309,211 @@ class Loop(object):
             self.last = now
 
 
-def run_lab(phase_seconds, policy_params, calibrate_seconds):
+def run_arm(client, domains, policy_params, work_dir, mode, phase_seconds):
+    """One arm: the patterns from fresh guests with the loop in `mode`."""
+    os.makedirs(work_dir)
+    events = []
+    loop = Loop(client, domains, policy_params, work_dir, mode)
+    loop.start()
+    try:
+        for pattern, changes in ARM_PATTERNS:
+            at = time.time()
+            for name, state in sorted(changes.items()):
+                set_state(domains[name], state)
+            events.append({"pattern": pattern, "at": at, "changes": changes})
+            print("%s  %s  %s" % (time.strftime("%H:%M:%S"), mode, pattern), file=sys.stderr)
+            time.sleep(phase_seconds / 2 if pattern == "quiet" else phase_seconds)
+    finally:
+        loop.stop()
+    if loop.failures:
+        raise SystemExit("the loop failed: " + "; ".join(loop.failures))
+    return {"mode": mode, "start": loop.cycles[0]["start"] if loop.cycles else None, "events": events,
+            "cycles": loop.cycles, "end": time.time()}
+
+
+def run_arms(phase_seconds, policy_params, calibrate_seconds, repeats, accel):
+    """The loop in dry run and acting, alternated (dry run first in odd
+    repeats, acting first in even ones, so that a drift of the host weighs
+    on both), each arm from freshly defined guests."""
     os.sched_setaffinity(0, LOOP_CPUS)  # this script's own sampling stays off the pool too
     client = LibvirtClient(URI)
     conn = client.conn
     remove_guests(conn)
-    events = []
+    domain_type = lab_guests.domain_type(conn, accel)
     saved = pin_lab_guests(conn)
+    arms = []
     with tempfile.TemporaryDirectory(prefix="oc-bench-loop-") as work_dir:
         try:
-            loops = calibrate(client, conn, work_dir, calibrate_seconds)
-            domains = define_guests(conn, work_dir, dict((name, loops) for name in VICTIMS))
-            alone = alone_rates(client, domains, calibrate_seconds)
-            loop = Loop(client, domains, policy_params, work_dir)
-            loop.start()
-            try:
-                for pattern, changes in PATTERNS:
-                    at = time.time()
-                    for name, state in sorted(changes.items()):
-                        set_state(domains[name], state)
-                    events.append({"pattern": pattern, "at": at, "changes": changes})
-                    print("%s  %s" % (time.strftime("%H:%M:%S"), pattern), file=sys.stderr)
-                    time.sleep(phase_seconds)
-            finally:
-                loop.stop()
-            if loop.failures:
-                raise SystemExit("the loop failed: " + "; ".join(loop.failures))
+            loops, shares = calibrate(client, conn, work_dir, calibrate_seconds, domain_type)
+            levels = dict((name, loops) for name in VICTIMS)
+            alone = alone_rates(client, define_guests(conn, work_dir, levels, domain_type), calibrate_seconds)
+            for repeat in range(repeats):
+                for mode in MODES if repeat % 2 == 0 else tuple(reversed(MODES)):
+                    remove_guests(conn)
+                    domains = define_guests(conn, work_dir, levels, domain_type)
+                    arm = run_arm(client, domains, policy_params, os.path.join(work_dir, "%s-%d" % (mode, repeat)),
+                                  mode, phase_seconds)
+                    arms.append(dict(arm, repeat=repeat + 1))
         finally:
             remove_guests(conn)
             unpin_lab_guests(saved)
-    return {"cpus": len(pool_cpus()), "host_cpus": os.cpu_count(), "policy": policy_params, "victim_level": VICTIM_LEVEL, "alone": alone,
-            "start": loop.cycles[0]["start"] if loop.cycles else None, "events": events, "cycles": loop.cycles,
-            "end": time.time()}
+    return {"cpus": len(pool_cpus()), "host_cpus": os.cpu_count(), "policy": policy_params,
+            "victim_level": VICTIM_LEVEL, "alone": alone, "domain_type": domain_type, "default_shares": shares,
+            "phase_seconds": phase_seconds, "arms": arms}
+
+
+# ---------------------------------------------------------------- the acting arm against the dry-run arm
+
+def _braked(step, name, default_shares):
+    shares = step.get("shares", {}).get(name)
+    return step["caps"].get(name) is not None or (shares is not None and shares < default_shares)
+
+
+def arm_figures(arm, cpus, default_shares):
+    """Per pattern of one arm: the most waiting victim's wait ratio (vCPU
+    delay / (used + delay), summed over the pattern's second half), the
+    culprits' CPU over that half, the pool's idle share while any guest was
+    braked, cycles from a culprit starting to its first brake (cap or
+    demoted weight) and from it stopping to no brake, and brakes put on a
+    guest that was not spinning (false actions)."""
+    out = []
+    steps = arm["cycles"]
+    events = arm["events"]
+    for number, event in enumerate(events):
+        begin = event["at"]
+        finish = events[number + 1]["at"] if number + 1 < len(events) else arm["end"]
+        within = [step for step in steps if begin < step["end"] <= finish]
+        after = [step for step in steps if step["end"] > begin]
+        before = [step for step in steps if step["end"] <= begin]
+        tail = within[len(within) // 2:]
+        running = set(name for name in VICTIMS + CULPRITS if _runs_after(events, number, name))
+        spinning = running & set(CULPRITS)
+        ratios = []
+        for name in sorted(running & set(VICTIMS)):
+            used = sum(step["used"].get(name, 0.0) * step["seconds"] for step in tail)
+            delay = sum(step["delay"].get(name, 0.0) * step["seconds"] for step in tail)
+            if used + delay > 0:
+                ratios.append(delay / (used + delay))
+        culprit_cpu = [sum(step["used"].get(name, 0.0) for name in spinning) for step in tail]
+        idle = [max(0.0, cpus - step["background"] - sum(step["used"].values())) / cpus for step in within
+                if step["background"] is not None and any(_braked(step, name, default_shares) for name in step["caps"])]
+        row = {"pattern": event["pattern"], "victim_wait": max(ratios) if ratios else None,
+               "culprit_cpus": sum(culprit_cpu) / len(culprit_cpu) if culprit_cpu and spinning else None,
+               "idle_while_braked": sum(idle) / len(idle) if idle else None, "act": {}, "release": {},
+               "false_actions": 0}
+        for name, state in event["changes"].items():
+            if name not in CULPRITS:
+                continue
+            if state == "run":
+                found = [i + 1 for i, step in enumerate(after) if _braked(step, name, default_shares)]
+                row["act"][name] = found[0] if found else None
+            elif before and _braked(before[-1], name, default_shares):
+                found = [i + 1 for i, step in enumerate(after) if not _braked(step, name, default_shares)]
+                row["release"][name] = found[0] if found else None
+        previous = before[-1] if before else None
+        for step in within:
+            for name in step["caps"]:
+                if name not in spinning and _braked(step, name, default_shares) and not (
+                        previous is not None and _braked(previous, name, default_shares)):
+                    row["false_actions"] += 1
+            previous = step
+        out.append(row)
+    return out
+
+
+def _spread(values, scale=1.0, unit=""):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "n/a"
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return "%.2f%s" % (mean * scale, unit) if scale == 1.0 else "%d%s" % (round(mean * scale), unit)
+    if scale == 1.0:
+        return "%.2f (%.2f-%.2f)%s" % (mean, min(values), max(values), unit)
+    return "%d (%d-%d)%s" % (round(mean * scale), round(min(values) * scale), round(max(values) * scale), unit)
+
+
+def arms_report(record):
+    """The acting arm against the dry-run arm, per pattern, over the repeats,
+    and the targets met or missed."""
+    cpus, shares = record["cpus"], record["default_shares"]
+    by_mode = dict((mode, [arm_figures(arm, cpus, shares) for arm in record["arms"] if arm["mode"] == mode])
+                   for mode in MODES)
+    repeats = len(by_mode["act"])
+    cycles = [step["seconds"] for arm in record["arms"] for step in arm["cycles"]]
+    print("closed loop on the lab, acting against dry run (%d repeats each, alternated; %s guests; a shared pool of "
+          "%d of the host's %d CPUs, the loop on the others; cycles of %.1f s on average; phases of %g s)" % (
+              repeats, "KVM" if record["domain_type"] == "kvm" else "TCG", cpus, record["host_cpus"],
+              sum(cycles) / max(1, len(cycles)), record["phase_seconds"]))
+    print("victims want %s CPU alone; culprits %s; policy %s; wait = vCPU delay / (used + delay), the most waiting "
+          "victim over each pattern's second half; mean (min-max) over the repeats" % (
+              ", ".join("%.2f" % record["alone"][name] for name in VICTIMS),
+              ", ".join("%.2f" % record["alone"][name] for name in CULPRITS),
+              json.dumps(record["policy"]) if record["policy"] else "defaults"))
+    header = ("pattern", "wait dry run", "wait acting", "acting/dry", "culprits CPU dry -> acting",
+              "idle while braked", "act (cycles)", "release (cycles)", "false")
+    rows = [header]
+    summary = []
+    for number, (pattern, _changes) in enumerate(ARM_PATTERNS):
+        off = [arm[number] for arm in by_mode["dry_run"]]
+        on = [arm[number] for arm in by_mode["act"]]
+        off_wait = [row["victim_wait"] for row in off if row["victim_wait"] is not None]
+        on_wait = [row["victim_wait"] for row in on if row["victim_wait"] is not None]
+        share = (sum(on_wait) / len(on_wait)) / (sum(off_wait) / len(off_wait)) \
+            if on_wait and off_wait and sum(off_wait) > 0 else None
+        acts = [v for row in on for v in row["act"].values()]
+        releases = [v for row in on for v in row["release"].values()]
+        rows.append((pattern, _spread(off_wait, 100, " %"), _spread(on_wait, 100, " %"),
+                     "n/a" if share is None else "%.2f" % share,
+                     "%s -> %s" % (_spread([row["culprit_cpus"] for row in off]),
+                                   _spread([row["culprit_cpus"] for row in on])),
+                     _spread([row["idle_while_braked"] for row in on], 100, " %"),
+                     ", ".join("-" if v is None else str(v) for v in acts) or "n/a",
+                     ", ".join("-" if v is None else str(v) for v in releases) or "n/a",
+                     str(sum(row["false_actions"] for row in on))))
+        summary.append({"pattern": pattern, "off": off_wait, "on": on_wait, "share": share, "acts": acts,
+                        "releases": releases, "idle": [row["idle_while_braked"] for row in on
+                                                       if row["idle_while_braked"] is not None],
+                        "false": sum(row["false_actions"] for row in on)})
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    print("targets (fixed before measuring):")
+    for line in targets(summary):
+        print("  " + line)
+    return summary
+
+
+def targets(summary):
+    """Each target, met or missed, with the figures it was judged on."""
+    quiet = [v for row in summary if row["pattern"] == "quiet" for v in row["on"] + row["off"]]
+    baseline = sum(quiet) / len(quiet) if quiet else 0.0
+    lines = []
+    for row in summary:
+        if row["pattern"] not in ("start", "two culprits") or not row["on"] or not row["off"]:
+            continue
+        on, off = sum(row["on"]) / len(row["on"]), sum(row["off"]) / len(row["off"])
+        met = on <= TARGET_WAIT_SHARE_OF_OFF * off and (on <= TARGET_WAIT or on <= baseline + TARGET_WAIT_OVER_QUIET)
+        lines.append("%s  %s: victim wait acting %.0f %% <= %.0f %% of dry run's %.0f %%, and <= %.0f %% or within "
+                     "%.0f points of quiet's %.0f %%" % ("met   " if met else "missed", row["pattern"], 100 * on,
+                                                          100 * TARGET_WAIT_SHARE_OF_OFF, 100 * off,
+                                                          100 * TARGET_WAIT, 100 * TARGET_WAIT_OVER_QUIET,
+                                                          100 * baseline))
+    idle = [v for row in summary for v in row["idle"]]
+    worst = max(idle) if idle else None
+    lines.append("%s  idle pool CPU while braked <= %.0f %%: %s" % (
+        "met   " if worst is None or worst <= TARGET_IDLE_WHILE_BRAKED else "missed", 100 * TARGET_IDLE_WHILE_BRAKED,
+        "never braked" if worst is None else "at most %.0f %%" % (100 * worst)))
+    false = sum(row["false"] for row in summary)
+    lines.append("%s  no false action: %d" % ("met   " if false == 0 else "missed", false))
+    acts = [v for row in summary for v in row["acts"]]
+    releases = [v for row in summary for v in row["releases"]]
+    for what, values in (("action", acts), ("release", releases)):
+        late = [v for v in values if v is None or v > TARGET_CYCLES]
+        lines.append("%s  %s within %d cycles: %s" % (
+            "met   " if values and not late else "missed", what, TARGET_CYCLES,
+            ", ".join("-" if v is None else str(v) for v in values) or "none seen"))
+    return lines
 
 
 # ---------------------------------------------------------------- one timeline for both
@@ -508,7 +711,10 @@ def report(record):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--phase-seconds", type=float, default=120.0, help="how long each pattern lasts")
+    parser.add_argument("--phase-seconds", type=float, default=60.0, help="how long each pattern lasts")
+    parser.add_argument("--repeats", type=int, default=3, help="dry-run and acting arms, each, alternated")
+    parser.add_argument("--accel", choices=("auto", "kvm", "qemu"), default="auto",
+                        help="the guests' domain type: kvm where /dev/kvm works (auto), or qemu (TCG)")
     parser.add_argument("--calibrate-seconds", type=float, default=6.0, help="length of each alone measurement")
     parser.add_argument("--policy", default="{}", help="policy parameters as JSON (docs/policy.md); default: defaults")
     parser.add_argument("--json", help="also write the run here")
@@ -518,13 +724,19 @@ def main():
         with open(args.recorded) as handle:
             record = json.load(handle)
     else:
+        if args.repeats < 1:
+            parser.error("--repeats: at least 1")
         params = json.loads(args.policy)
         policy.parameters(params)  # refused here, naming the parameter, before any guest is made
-        record = run_lab(args.phase_seconds, params, args.calibrate_seconds)
+        record = run_arms(args.phase_seconds, params, args.calibrate_seconds, args.repeats, args.accel)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(record, handle, indent=1)
-    report(record)
+    if "arms" in record:
+        arms_report(record)
+    else:
+        # A run of one acting arm, replayed in the simulator beside it.
+        report(record)
 
 
 if __name__ == "__main__":

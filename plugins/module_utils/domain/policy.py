@@ -856,6 +856,16 @@ class Cycle(object):
         # pays for it).
         victim_keys = set(v["key"] for v in victims)
         cut = [item for item in candidates if item[1]["key"] in peers or item[1]["key"] not in victim_keys]
+        biggest = candidates[0][0]
+        for excess, vm, want, ent in candidates:
+            if vm["key"] not in peers and vm["key"] in victim_keys:
+                self.notes.append({"object": vm["key"], "rule": "contain",
+                                   "note": "a culprit (wants %.2f CPUs, entitled to %.2f) that waits itself, with "
+                                   "%d %% of the biggest culprit's excess (under culprit_peer_share %g): left alone"
+                                   % (want, ent, int(100 * excess / biggest), params["culprit_peer_share"])})
+        # The reasons name the VMs a brake is for: the peers' own wait is theirs.
+        names = [v["name"] for v in victims if v["key"] not in peers]
+        signals["victims"] = names
         waiting_now = [v["name"] for v in victims
                        if v["key"] not in peers and states[v["key"]].get("hist", "").endswith("1")]
         cut = self._weigh(host, vms, states, cut, signals, names, waiting_now)

@@ -314,6 +314,22 @@ def test_a_demotion_that_would_break_the_floor_is_skipped_for_the_quota_rung():
     assert any("no weight under 512 keeps its floor of 0.90 CPUs" in n["note"] for n in plan["notes"]), plan["notes"]
 
 
+def test_two_flat_out_tenants_one_cut_the_smaller_one_waits_and_is_left_alone_said_so():
+    """10 CPUs: an 8-vCPU and a 4-vCPU VM both at 95 % of their vCPUs, six
+    2-vCPU VMs waiting. The 8-vCPU one is capped to its floor; the 4-vCPU
+    one waits too and its excess is under half the first's, so it is left
+    alone, and the notes say so and what contention remains."""
+    vms = [vm("big", 7.6, 0.3, vcpus=8, state={"hist": "11"}), vm("mid", 3.8, 0.0, vcpus=4, state={"hist": "11"})]
+    vms += [vm("w-%d" % n, 1.0, 0.4, vcpus=2, state={"hist": "11"}) for n in range(6)]
+    plan = decide([host(cpus=10)], vms)
+    assert [(a["action"], a["vm"], a["cpus"]) for a in plan["actions"]] == [("throttle", "big", 2.0)]
+    assert plan["actions"][0]["signals"]["victims"] == ["mid"] + ["w-%d" % n for n in range(6)]
+    notes = dict((n["object"], n["note"]) for n in plan["notes"] if n["rule"] == "contain")
+    assert "culprits at their floors: 4.40 CPUs of contention remain" == notes["hv-1"]
+    assert "that waits itself, with 46 % of the biggest culprit's excess (under culprit_peer_share 0.5): left alone" \
+        in notes["hv-1/mid"]
+
+
 def test_a_culprit_left_uncapped_at_its_floor_is_named_with_the_reason():
     # batch-1 already at its floor (2 of 8 vCPUs) by the policy's own cap: no further cut, said so.
     vms = [vm("batch-1", 2.0, 5.6, vcpus=8, cap=2.0, state={"cap": 2.0, "rule": "contain", "hist": "11"})] + \
