@@ -102,6 +102,14 @@ cpu_time:
   returned: always
   type: dict
   sample: {busy_seconds: 81234.5, idle_seconds: 402311.2}
+cpu_time_per_cpu:
+  description:
+    - The same as C(cpu_time) for each online CPU, by CPU id. Between two reads it gives the load of a set of
+      CPUs (the shared pool's own, not the dedicated VMs' or the host's other cores).
+  returned: always
+  type: dict
+  sample: {"0": {busy_seconds: 40211.3, idle_seconds: 201002.1}, "1": {busy_seconds: 41023.2, idle_seconds: 201309.1}}
+  version_added: 0.1.1
 cgroup_version:
   description: 1 or 2.
   returned: always

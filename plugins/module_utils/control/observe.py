@@ -128,6 +128,24 @@ def cpus_used(before, after):
     return round(after["cpus"] * busy / total, 3) if total > 0 and busy >= 0 else None
 
 
+def pool_cpus_used(before, after, pool):
+    """CPUs the pool's own CPUs (ids) were busy between two host_pressure_info
+    reads (their cpu_time_per_cpu), or None when either lacks one of them."""
+    first, second = (before or {}).get("cpu_time_per_cpu") or {}, (after or {}).get("cpu_time_per_cpu") or {}
+    busy = total = 0.0
+    for cpu_id in pool or ():
+        # Ids come back as text from a module's JSON result.
+        was, now = first.get(cpu_id, first.get(str(cpu_id))), second.get(cpu_id, second.get(str(cpu_id)))
+        if not was or not now:
+            return None
+        spent = now["busy_seconds"] - was["busy_seconds"]
+        busy += spent
+        total += spent + now["idle_seconds"] - was["idle_seconds"]
+    if not pool or total <= 0 or busy < 0:
+        return None
+    return round(len(pool) * busy / total, 3)
+
+
 def host_input(name, pressure, node=None, paused=False, previous=None, pool=None):
     """One host of a round: host_pressure_info's result (and that of the
     round before, for the CPUs the host used in between: the VMs' sum
@@ -140,6 +158,7 @@ def host_input(name, pressure, node=None, paused=False, previous=None, pool=None
             "cpus_used": cpus_used(previous, pressure)}
     if pool is not None:
         host["shared_cpus"] = min(len(pool), pressure.get("cpus") or len(pool))
+        host["pool_cpus_used"] = pool_cpus_used(previous, pressure, pool)
     if node is not None:
         host["node"] = {"name": node["name"], "gated": bool(node.get("gate")), "effect": gate_effect(node),
                         "policy": node.get("policy") or {}}

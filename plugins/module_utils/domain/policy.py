@@ -243,7 +243,9 @@ def _shared_cpus(value, cpus, field):
 
 def host_view(host, index=0):
     """One host of the input, checked. Accepts {name, cpus, shared_cpus,
-    pressure, procs_running, cpus_used, node, paused}; `shared_cpus` is the
+    pressure, procs_running, cpus_used, pool_cpus_used, node, paused};
+    `pool_cpus_used` is what the shared pool's own CPUs were busy (read per
+    CPU; preferred to `cpus_used`, the whole host's); `shared_cpus` is the
     size of the shared pool (the CPUs shared VMs may run on, read from their
     cpusets), `node` is the Kubernetes node
     on this host ({name, gated, gate, policy, effect: the taint effect of
@@ -267,6 +269,7 @@ def host_view(host, index=0):
         "memory_full60": _memory_full(host.get("pressure"), field + ".pressure"),
         "shared_cpus": _shared_cpus(host.get("shared_cpus"), cpus, field + ".shared_cpus"),
         "cpus_used": _checked_number(field + ".cpus_used", host.get("cpus_used")),
+        "pool_cpus_used": _checked_number(field + ".pool_cpus_used", host.get("pool_cpus_used")),
         "procs_running": _checked_number(field + ".procs_running", host.get("procs_running")),
         "paused": bool(host.get("paused")),
         "node": None if node is None else {
@@ -610,7 +613,11 @@ class Cycle(object):
             # brake, not its due.
             vms = [dict(vm, weight=states[vm["key"]].get("weight_was", vm["weight"])) if vm["key"] in self.demoted
                    else vm for vm in vms]
-        if host["cpus_used"] is not None:
+        if host.get("pool_cpus_used") is not None:
+            # The pool's own CPUs, read per CPU: what the VMs' sum misses
+            # there (the host's own threads on them), and nothing busy elsewhere.
+            used_pool = max(used_pool, host["pool_cpus_used"])
+        elif host["cpus_used"] is not None:
             # The host's own measure counts what the VMs' sum misses (the
             # host itself, other tenants); the dedicated cores are not the pool's.
             used_pool = max(used_pool, host["cpus_used"] - used_outside)

@@ -51,19 +51,23 @@ BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 
 
 def parse_stat(text, ticks_per_second=100):
-    """procs_running and procs_blocked from /proc/stat, and cpu_time: the
+    """procs_running and procs_blocked from /proc/stat; cpu_time: the
     seconds all CPUs spent busy and idle since boot (their rate between two
-    reads is the CPUs the host used, whatever used them)."""
-    result = {}
+    reads is the CPUs the host used, whatever used them); cpu_time_per_cpu:
+    the same per CPU id, so that a pool's load is read from its own CPUs."""
+    result = {"cpu_time_per_cpu": {}}
     for line in text.splitlines():
         fields = line.split()
         if len(fields) == 2 and fields[0] in ("procs_running", "procs_blocked"):
             result[fields[0]] = int(fields[1])
-        elif fields and fields[0] == "cpu" and len(fields) >= 9:
+        elif fields and fields[0].startswith("cpu") and len(fields) >= 9:
             ticks = [int(value) for value in fields[1:9]]
-            result["cpu_time"] = {
-                "busy_seconds": sum(ticks[i] for i in BUSY_FIELDS) / float(ticks_per_second),
-                "idle_seconds": sum(ticks[i] for i in IDLE_FIELDS) / float(ticks_per_second)}
+            times = {"busy_seconds": sum(ticks[i] for i in BUSY_FIELDS) / float(ticks_per_second),
+                     "idle_seconds": sum(ticks[i] for i in IDLE_FIELDS) / float(ticks_per_second)}
+            if fields[0] == "cpu":
+                result["cpu_time"] = times
+            elif fields[0][3:].isdigit():
+                result["cpu_time_per_cpu"][int(fields[0][3:])] = times
     return result
 
 

@@ -26,6 +26,7 @@ def host_signals(fs):
         "procs_running": load.get("procs_running", load["tasks_running"]),
         "procs_blocked": load.get("procs_blocked"),
         "cpu_time": load.get("cpu_time"),
+        "cpu_time_per_cpu": load.get("cpu_time_per_cpu"),
         "cgroup_version": version,
         "vm_cgroup": fs.vm_parent(version),
     }

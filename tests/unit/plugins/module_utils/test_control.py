@@ -118,6 +118,22 @@ def test_only_a_cap_a_plan_set_is_the_policys_own_state():
     assert observe.vm_state(dict(weighted, throttle=dict(weighted["throttle"], plan=None))) == {}
 
 
+def test_the_pools_load_is_read_from_its_own_cpus_not_the_whole_host():
+    """CPU 0 runs flat out outside the pool (the loop, the host's own work);
+    the pool is CPU 1, half busy: the pool's load is 0.5, not the host's 1.5."""
+    def read(busy0, idle0, busy1, idle1):
+        return {"cpus": 2, "cpu_time": {"busy_seconds": busy0 + busy1, "idle_seconds": idle0 + idle1},
+                "cpu_time_per_cpu": {"0": {"busy_seconds": busy0, "idle_seconds": idle0},
+                                     "1": {"busy_seconds": busy1, "idle_seconds": idle1}}}
+    before, after = read(100.0, 0.0, 50.0, 50.0), read(110.0, 0.0, 55.0, 55.0)
+    assert observe.cpus_used(before, after) == 1.5
+    assert observe.pool_cpus_used(before, after, {1}) == 0.5
+    assert observe.pool_cpus_used(before, after, {1, 7}) is None  # a CPU not read: no figure
+    assert observe.pool_cpus_used({}, after, {1}) is None
+    host = observe.host_input("hv-1", after, previous=before, pool={1})
+    assert (host["cpus_used"], host["pool_cpus_used"], host["shared_cpus"]) == (1.5, 0.5, 1)
+
+
 def test_the_effect_of_a_gate_is_read_from_the_taints_it_set():
     def node(effect=None, cordoned=False, gated=True):
         taints = [{"key": "example.com/other", "effect": "NoSchedule"}]

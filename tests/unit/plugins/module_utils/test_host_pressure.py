@@ -52,6 +52,16 @@ def test_psi_lines_are_parsed_with_totals_in_seconds():
         pressure.parse_psi("garbage\n")
 
 
+def test_proc_stat_gives_busy_and_idle_time_of_the_host_and_of_each_cpu():
+    text = ("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 60 0 40 350 0 0 0 0 0 0\ncpu1 40 0 10 450 50 0 0 0 0 0\n"
+            "intr 5\nprocs_running 3\n")
+    parsed = pressure.parse_stat(text, ticks_per_second=100)
+    assert parsed["cpu_time"] == {"busy_seconds": 1.5, "idle_seconds": 8.5}
+    assert parsed["cpu_time_per_cpu"] == {0: {"busy_seconds": 1.0, "idle_seconds": 3.5},
+                                          1: {"busy_seconds": 0.5, "idle_seconds": 5.0}}
+    assert parsed["procs_running"] == 3
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_host_signals_feed_the_policy_as_they_are(tmp_path, version):
     host_tree(tmp_path, version)

@@ -330,6 +330,18 @@ def test_two_flat_out_tenants_one_cut_the_smaller_one_waits_and_is_left_alone_sa
         in notes["hv-1/mid"]
 
 
+def test_busy_cores_outside_the_pool_are_not_its_load():
+    """A pool of 1 CPU of 2, the other core busy with the host's own work:
+    read per CPU the pool is half idle and nothing is throttled; with only
+    the host-wide figure the other core's work would count as pool load."""
+    vms = [vm("spinner", 0.45, 0.05, vcpus=1), vm("light", 0.05, 0.05, vcpus=1, state={"hist": "11"})]
+    pool_read = dict(host(cpus=2), shared_cpus=1, cpus_used=1.5, pool_cpus_used=0.5)
+    plan = decide([pool_read], vms)
+    assert plan["actions"] == [] and [n["rule"] for n in plan["notes"]] == ["work_conservation"], plan["notes"]
+    host_wide = dict(pool_read, pool_cpus_used=None)
+    assert [n["rule"] for n in decide([host_wide], vms)["notes"]] != ["work_conservation"]
+
+
 def test_a_culprit_left_uncapped_at_its_floor_is_named_with_the_reason():
     # batch-1 already at its floor (2 of 8 vCPUs) by the policy's own cap: no further cut, said so.
     vms = [vm("batch-1", 2.0, 5.6, vcpus=8, cap=2.0, state={"cap": 2.0, "rule": "contain", "hist": "11"})] + \
