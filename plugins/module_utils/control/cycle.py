@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 
 OUTCOME_KEYS = ("applied", "done", "refused", "failed", "conflict")
 
@@ -82,7 +83,9 @@ def summary(plan, outcomes, mode, check_mode=False):
     if mode != "dry_run":
         # A dry run's lines are the plan's summary, which names them already.
         lines += ["not measured: %s: %s" % (s.get("host"), s.get("reason")) for s in plan.get("skipped") or []]
+        lines += [plans.proposal_line(p) for p in plan.get("proposals") or []]
     return {"cycle": plan["id"], "time": plan["created"], "mode": mode, "check_mode": bool(check_mode),
             "actions": plan["actions"], "held": plan.get("held") or [], "deferred": plan.get("deferred") or [],
             "notes": plan.get("notes") or [], "skipped": plan.get("skipped") or [],
+            "proposals": plan.get("proposals") or [],
             "unmeasured": plan.get("unmeasured") or {}, "outcome": totals, "lines": lines or ["nothing to do"]}

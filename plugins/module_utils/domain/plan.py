@@ -94,7 +94,8 @@ def make(policy_plan, seen, now, ttl_seconds=DEFAULT_TTL_SECONDS):
             "expires_unix": int(now + ttl_seconds), "expires": _rfc3339(int(now + ttl_seconds)),
             "ttl_seconds": ttl_seconds, "actions": actions,
             "deferred": policy_plan.get("deferred", []), "held": policy_plan.get("held", []),
-            "notes": policy_plan.get("notes", []), "state": policy_plan.get("state", {})}
+            "notes": policy_plan.get("notes", []), "proposals": policy_plan.get("proposals", []),
+            "state": policy_plan.get("state", {})}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:10]
     body["id"] = "plan-%s-%s" % (body["created"].replace("-", "").replace(":", ""), digest)
     return body
@@ -107,7 +108,15 @@ def summary(plan):
     lines += ["held: %s: %s" % (a["object"], a["held"]) for a in plan.get("held", [])]
     lines += ["deferred: %s: %s" % (a["object"], a["deferred"]) for a in plan.get("deferred", [])]
     lines += ["not measured: %s: %s" % (s["host"], s["reason"]) for s in plan.get("skipped", [])]
+    lines += [proposal_line(p) for p in plan.get("proposals", [])]
     return lines
+
+
+def proposal_line(proposal):
+    """A proposed move in words: never applied by the collection."""
+    where = "to %s" % proposal["to"] if proposal.get("to") else "(no host to move it to)"
+    return "proposal, not applied: move %s from %s %s: %s" % (proposal["object"], proposal["host"], where,
+                                                             proposal["reason"])
 
 
 def unmeasured(skipped, hosts, allowed_share=0.0):

@@ -50,6 +50,11 @@ The rules, in the order a cycle applies them (docs/policy.md explains each):
   open_calm          open a node gated for gate_hold_seconds and calm for
                      open_calm_seconds; it stays open as long again unless
                      pressure turns severe (open_hold).
+  placement          when victims still wait with every culprit at its floor,
+                     or on a host overloaded with no culprit, for
+                     placement_cycles cycles in a row, propose moving a VM
+                     (which, where to, why) to the host of the cycle with
+                     the most idle CPU; a proposal is never applied.
 A per-cycle action budget and a cap on the share of nodes gated at once
 bound every cycle; an object or host marked `paused` (the kill switch) gets
 no action, and the plan says what was held back.
@@ -89,6 +94,8 @@ PARAMETERS = {
     "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess at which a culprit that waits too "
                                           "is still cut (a peer)"),
     "floor_fraction": (DEFAULT_FLOOR_FRACTION, 0.0, 1.0, "least share of its vCPUs a shared VM is capped to"),
+    "placement_cycles": (3, 1, 64, "cycles in a row in which victims wait with every culprit at its floor, or with "
+                                   "no culprit on an overloaded host, before the plan proposes moving a VM"),
     "weight_cycles": (1, 0, 64, "cycles in which victims still wait behind a culprit whose CPU weight was demoted "
                                 "before it is capped too (0: no weight rung, cap at once)"),
     "min_change_cpus": (0.05, 0.0, None, "smallest cap change worth an action"),
@@ -112,7 +119,7 @@ PARAMETERS = {
     "credit_release_minutes": (5.0, 0.0, None, "minutes of full burst a held burstable VM must earn to burst again"),
     "initial_credit_share": (0.10, 0.0, 1.0, "share of the bank a burstable VM starts with when it has no balance"),
 }
-INTEGER_PARAMETERS = ("trigger_n", "trigger_m", "max_actions_per_cycle", "weight_cycles")
+INTEGER_PARAMETERS = ("trigger_n", "trigger_m", "max_actions_per_cycle", "weight_cycles", "placement_cycles")
 
 ACTIONS = ("gate", "weight", "throttle", "relax", "restore", "open")
 # Order of escalation inside a cycle: gates first, then weights and caps, then letting go.
@@ -580,6 +587,11 @@ class Cycle(object):
         self.node_states = {}
         # The VMs of the host at hand whose demoted CPU weight is in force.
         self.demoted = set()
+        # (VM key, why) a VM of the host at hand would be moved for this cycle.
+        self.movable = None
+        # Placement: the pool's idle CPU of each host, and VMs to propose moving.
+        self.idle_by_host = {}
+        self.to_move = []
         # One action per VM a cycle: the first rule to claim it wins.
         self.claimed = {}
 
@@ -623,6 +635,7 @@ class Cycle(object):
             used_pool = max(used_pool, host["cpus_used"] - used_outside)
         pool = shared_pool(host, vms)
         idle = max(0.0, pool - used_pool)
+        self.idle_by_host[host["name"]] = idle
         host = dict(net_pressure(host, capped_wait, self.now), pool=pool)
         if host["node"] is not None:
             self._gate(host)
@@ -633,8 +646,10 @@ class Cycle(object):
         victims = [vm for vm in vms if vm["cap"] is None and vm["key"] not in self.demoted and (
             states[vm["key"]].get("hist", "").count("1") >= trigger_n
             or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= severe)]
+        self.movable = None
         if victims:
             self._contain(host, vms, states, entitlements(host, vms, states), victims, idle)
+        self._placement(host, vms, states)
         if any(state.get("cap") is not None for state in states.values()) or self.demoted:
             self._relax(host, vms, states, idle)
         for vm in vms:
@@ -856,6 +871,14 @@ class Cycle(object):
             self.notes.append({"object": host["name"], "rule": "contain",
                                "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
                                "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
+            waiting = [v for v in victims if v["class"] != DEDICATED]
+            if not candidates and waiting:
+                # Overload with no culprit: no brake is fair; the answer is
+                # fewer VMs here (the gate) or one moved away.
+                biggest = max(waiting, key=lambda v: (wanted(v), v["key"]))
+                load = sum(wanted(vm) for vm in pool_vms(vms))
+                self.movable = (biggest["key"], "its host is overloaded with no culprit: the pool's VMs want %.2f of "
+                                "%g CPUs" % (load, cpus))
             return
         # Culprits that may be braked, biggest excess first: the peers, then
         # smaller culprits that do not wait themselves (a victim that also
@@ -911,6 +934,27 @@ class Cycle(object):
         if need >= params["min_change_cpus"]:
             self.notes.append({"object": host["name"], "rule": "contain",
                                "note": "culprits at their floors: %.2f CPUs of contention remain" % need})
+            _excess, vm, want, _ent = cut[0]
+            self.movable = (vm["key"], "victims wait with every culprit at its floor: %.2f CPUs of contention remain "
+                            "on its host" % need)
+
+    def _placement(self, host, vms, states):
+        """Counts, in the VM's state, the cycles in a row this host would have
+        a VM moved away for; at placement_cycles it is proposed (where to is
+        decided once every host's idle CPU is known, in plan())."""
+        movable, why = self.movable or (None, None)
+        for vm in vms:
+            state = states[vm["key"]]
+            if vm["key"] != movable:
+                state.pop("placement_waits", None)
+                continue
+            count = state["placement_waits"] = state.get("placement_waits", 0) + 1
+            for _order, _priority, _seq, action, acted_state in self.proposed:
+                # A VM acted on this cycle (capped to its floor) keeps the count in the state its action stores.
+                if action.get("object") == vm["key"] and acted_state is not None:
+                    acted_state["placement_waits"] = count
+            if count >= self.params["placement_cycles"]:
+                self.to_move.append((vm, host, "%s, %d cycles in a row" % (why, count)))
 
     def _weigh(self, host, vms, states, cut, signals, names, waiting_now):
         """The first rung: demote the CPU weight of the culprits not braked
@@ -1161,4 +1205,27 @@ class Cycle(object):
             else:
                 self.node_states[action["node"]] = state or None
         return {"policy": NAME, "time": self.now, "actions": actions, "deferred": deferred, "held": self.held,
-                "notes": self.notes, "state": {"vms": self.vm_states, "nodes": self.node_states}}
+                "notes": self.notes, "proposals": self.proposals(),
+                "state": {"vms": self.vm_states, "nodes": self.node_states}}
+
+    def proposals(self):
+        """Moves to propose: each VM to the other host of the cycle with the
+        most idle CPU of its pool, when that fits what the VM wants; else no
+        host, said so. A person (or a migration playbook) decides."""
+        idle = dict(self.idle_by_host)
+        out = []
+        for vm, host, why in sorted(self.to_move, key=lambda item: -wanted(item[0])):
+            want = wanted(vm)
+            others = sorted((room, name) for name, room in idle.items() if name != host["name"])
+            proposal = {"action": "move", "object": vm["key"], "vm": vm["name"], "host": host["name"],
+                        "wanted_cpus": round(want, 3), "why": why, "to": None}
+            if others and others[-1][0] >= want + self.params["headroom_share"] * host["pool"]:
+                room, name = others[-1]
+                idle[name] = room - want
+                proposal.update(to=name, reason="%s; %s has %.2f CPUs idle for the %.2f it wants" % (
+                    why, name, room, want))
+            else:
+                proposal["reason"] = "%s; no other host of this cycle has %.2f CPUs idle (the most: %s)" % (
+                    why, want, "%.2f on %s" % others[-1] if others else "no other host")
+            out.append(proposal)
+        return out

@@ -342,6 +342,55 @@ def test_busy_cores_outside_the_pool_are_not_its_load():
     assert [n["rule"] for n in decide([host_wide], vms)["notes"]] != ["work_conservation"]
 
 
+def flat_out_pair(host_name="hv-1"):
+    vms = [vm("big", 7.6, 0.3, vcpus=8, state={"hist": "11"}, host_name=host_name),
+           vm("mid", 3.8, 0.0, vcpus=4, state={"hist": "11"}, host_name=host_name)]
+    return vms + [vm("w-%d" % n, 1.0, 0.4, vcpus=2, state={"hist": "11"}, host_name=host_name) for n in range(6)]
+
+
+def test_victims_waiting_with_culprits_at_their_floors_get_a_move_proposed_after_placement_cycles():
+    hosts = [host("hv-1", cpus=10), dict(host("hv-2", cpus=16), cpus_used=4.0)]
+    vms = flat_out_pair() + [vm("calm", 4.0, 0.0, vcpus=4, host_name="hv-2")]
+    plans = []
+    for cycle in range(3):
+        plan = decide(hosts, vms, now=NOW + 10 * cycle)
+        plans.append(plan)
+        vms = carry(vms, plan)
+    assert [p["proposals"] for p in plans[:2]] == [[], []]
+    (proposal,) = plans[2]["proposals"]
+    assert (proposal["action"], proposal["object"], proposal["host"], proposal["to"]) == ("move", "hv-1/big", "hv-1",
+                                                                                         "hv-2")
+    assert "every culprit at its floor" in proposal["reason"] and "3 cycles in a row" in proposal["reason"]
+    assert "hv-2 has 12.00 CPUs idle for the 7.90 it wants" in proposal["reason"]
+    # A proposal is never an action.
+    assert all(a["action"] != "move" for p in plans for a in p["actions"])
+
+
+def test_an_overloaded_host_with_no_culprit_proposes_a_move_and_says_when_no_host_has_room():
+    """Eight 2-vCPU VMs each wanting 1.6 CPUs on 8 CPUs: nobody is a culprit."""
+    vms = [vm("app-%d" % n, 1.0, 0.6, state={"hist": "11"}) for n in range(8)]
+    plan = None
+    for cycle in range(3):
+        plan = decide([host(cpus=8)], vms, now=NOW + 10 * cycle)
+        vms = carry(vms, plan)
+    assert plan["actions"] == []
+    (proposal,) = plan["proposals"]
+    assert proposal["to"] is None and "overloaded with no culprit" in proposal["reason"]
+    assert "no other host of this cycle has 1.60 CPUs idle (the most: no other host)" in proposal["reason"]
+
+
+def test_no_proposal_once_the_victims_stop_waiting():
+    hosts = [host("hv-1", cpus=10), host("hv-2", cpus=16)]
+    vms = flat_out_pair()
+    plan = decide(hosts, vms)
+    vms = carry(vms, plan)
+    for entry in vms:
+        entry["usage"] = {"cpus_used": 0.2, "steal_cpus": 0.0}
+    calm = decide(hosts, vms, now=NOW + 10)
+    assert calm["proposals"] == []
+    assert "placement_waits" not in (calm["state"]["vms"].get("hv-1/big") or {})
+
+
 def test_a_culprit_left_uncapped_at_its_floor_is_named_with_the_reason():
     # batch-1 already at its floor (2 of 8 vCPUs) by the policy's own cap: no further cut, said so.
     vms = [vm("batch-1", 2.0, 5.6, vcpus=8, cap=2.0, state={"cap": 2.0, "rule": "contain", "hist": "11"})] + \
