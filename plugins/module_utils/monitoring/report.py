@@ -24,6 +24,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import PARAMETERS
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE as BURSTABLE_CLASS
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
@@ -449,7 +450,8 @@ def plan_view(plan, sections, kubevirt=None):
             "held": ["%s: %s" % (a["object"], a.get("held")) for a in plan.get("held") or []],
             "deferred": ["%s: %s" % (a["object"], a.get("deferred")) for a in plan.get("deferred") or []],
             "notes": ["%s: %s" % (n.get("object"), n.get("note")) for n in plan.get("notes") or []],
-            "skipped": ["%s: %s" % (s.get("host"), s.get("reason")) for s in plan.get("skipped") or []]}
+            "skipped": ["%s: %s" % (s.get("host"), s.get("reason")) for s in plan.get("skipped") or []],
+            "proposals": [plans.proposal_line(p) for p in plan.get("proposals") or []]}
 
 
 def page(hosts, generated, hypervisors=None, nodes=None, two_layer=None, plan=None, kubevirt=None):

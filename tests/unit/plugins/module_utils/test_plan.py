@@ -141,6 +141,10 @@ def test_the_summary_has_a_line_per_action_held_deferred_and_unmeasured_host():
                          "deferred: node/node-2: max_gated_share=0.25 allows 1 of 4 nodes",
                          "not measured: hv-9: not measured (unreachable, or its play failed)"]
     assert plans.summary({"actions": []}) == []
+    move = {"action": "move", "object": "hv-1/big", "host": "hv-1", "to": "hv-2", "reason": "why"}
+    assert plans.summary({"actions": [], "proposals": [move, dict(move, to=None)]}) == [
+        "proposal, not applied: move hv-1/big from hv-1 to hv-2: why",
+        "proposal, not applied: move hv-1/big from hv-1 (no host to move it to): why"]
 
 
 def test_change_text_says_what_each_kind_of_action_does():
