@@ -11,7 +11,8 @@ __metaclass__ = type
 import os
 import threading
 import time
-import xml.etree.ElementTree as ET
+
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 
 try:
     import libvirt
@@ -123,15 +124,10 @@ class LibvirtClient(object):
             self._remove_config_shares(domain)
 
     def _remove_config_shares(self, domain):
-        root = ET.fromstring(_wrap(domain.XMLDesc, libvirt.VIR_DOMAIN_XML_INACTIVE | libvirt.VIR_DOMAIN_XML_SECURE))
-        cputune = root.find("cputune")
-        shares = cputune.find("shares") if cputune is not None else None
-        if shares is None:
-            return
-        cputune.remove(shares)
-        if len(cputune) == 0:
-            root.remove(cputune)
-        _wrap(self.conn.defineXML, ET.tostring(root, encoding="unicode"))
+        text = _wrap(domain.XMLDesc, libvirt.VIR_DOMAIN_XML_INACTIVE | libvirt.VIR_DOMAIN_XML_SECURE)
+        edited = domain_xml.without_config_shares(text)
+        if edited != text:
+            _wrap(self.conn.defineXML, edited)
 
     def set_metadata(self, domain, element_xml, key, namespace, live, config):
         """Writes (or with element_xml None, removes) one metadata element."""

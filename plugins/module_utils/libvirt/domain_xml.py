@@ -31,6 +31,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
@@ -264,6 +265,25 @@ def record_xml(record):
                 if key in values:
                     previous.set(key, str(values[key]))
     return ET.tostring(element, encoding="unicode")
+
+
+CPUTUNE = re.compile(r"<cputune>(.*?)</cputune>", re.S)
+SHARES = re.compile(r"\s*<shares>\d+</shares>")
+EMPTY_CPUTUNE = re.compile(r"\n?[ \t]*<cputune>\s*</cputune>")
+
+
+def without_config_shares(xml_text):
+    """The persistent definition without its <cputune><shares>: libvirt's
+    way to say "not set" (a written 0 would refuse to start). A text edit of
+    that element alone: a parse and rewrite of the whole definition would
+    rename the metadata's namespace prefixes and leave their declarations
+    behind once a record is removed."""
+    found = CPUTUNE.search(xml_text)
+    if found is None or not SHARES.search(found.group(1)):
+        return xml_text
+    block = "<cputune>%s</cputune>" % SHARES.sub("", found.group(1), count=1)
+    edited = xml_text[:found.start()] + block + xml_text[found.end():]
+    return EMPTY_CPUTUNE.sub("", edited, count=1)
 
 
 def _text(value):

@@ -128,6 +128,8 @@ def test_the_ladder_weight_then_quota_restores_both_exactly_in_one_restore(libvi
     assert (live["cpu_shares"], live["global_quota"]) == (293, 150000), live
     restored = cputune({"domains": ["oc-lab-idle-4"], "state": "restored"})
     assert restored["changed"] and sched(idle4) == before, restored
+    # Nothing of the record is left, not even its namespace in the persistent definition.
+    assert not throttle_record_in_xml(idle4)
 
 
 def test_switching_per_vcpu_cap_to_whole_domain_cap_in_one_task(libvirt_conn, idle4):

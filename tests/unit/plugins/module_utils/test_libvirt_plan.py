@@ -241,3 +241,31 @@ def test_recorded_values_as_libvirt_reports_them_are_accepted():
     record = domain_xml.describe(domain_with_record("cpus='0.5' reason='INC-1'", previous))["record"]
     assert record["cpus"] == 0.5 and record["previous"]["live"]["global_quota"] == -1
     assert record["previous"]["config"] == {"cpu_shares": 0, "vcpu_quota": -1, "global_period": 0, "global_quota": 0}
+
+
+DEFINITION = """<domain type='qemu'>
+  <name>web-1</name>
+  <metadata>
+    <octhrottle:throttle xmlns:octhrottle="https://overcommit.control/xmlns/throttle/1" schema="1"/>
+  </metadata>
+  <vcpu placement='static'>2</vcpu>
+  <cputune>
+    <shares>293</shares>
+    <period>100000</period>
+  </cputune>
+  <devices><disk type='file'><blkiotune><shares>5</shares></blkiotune></disk></devices>
+</domain>
+"""
+
+
+def test_the_config_shares_are_taken_out_by_a_text_edit_of_that_element_alone():
+    edited = domain_xml.without_config_shares(DEFINITION)
+    assert "<shares>293</shares>" not in edited and "<shares>5</shares>" in edited
+    assert "<cputune>\n    <period>100000</period>\n  </cputune>" in edited
+    # Everything else is byte for byte as libvirt wrote it: the metadata keeps its own prefix.
+    assert edited.replace("<cputune>\n    <period>100000</period>\n  </cputune>", "") == \
+        DEFINITION.replace("<cputune>\n    <shares>293</shares>\n    <period>100000</period>\n  </cputune>", "")
+    only_shares = DEFINITION.replace("\n    <period>100000</period>", "")
+    assert "<cputune>" not in domain_xml.without_config_shares(only_shares)
+    assert domain_xml.without_config_shares(domain_xml.without_config_shares(only_shares)) == \
+        domain_xml.without_config_shares(only_shares)
