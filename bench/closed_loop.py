@@ -429,8 +429,8 @@ def _spread(values, scale=1.0, unit=""):
     if len(values) == 1:
         return "%.2f%s" % (mean * scale, unit) if scale == 1.0 else "%d%s" % (round(mean * scale), unit)
     if scale == 1.0:
-        return "%.2f (%.2f-%.2f)%s" % (mean, min(values), max(values), unit)
-    return "%d (%d-%d)%s" % (round(mean * scale), round(min(values) * scale), round(max(values) * scale), unit)
+        return "%.2f%s (%.2f-%.2f)" % (mean, unit, min(values), max(values))
+    return "%d%s (%d-%d)" % (round(mean * scale), unit, round(min(values) * scale), round(max(values) * scale))
 
 
 def arms_report(record):
