@@ -362,10 +362,19 @@ def steal_ratio(vm):
     return (vm["steal"] or 0.0) / total if total > 0 else 0.0
 
 
-def waits(vm, params, ratio):
-    """Whether the VM waited for CPU this cycle, by steal or by its own
-    cgroup's pressure (where the runner has that instead of steal)."""
-    if vm["steal"] is not None and vm["steal"] >= params["min_steal_cpus"] and steal_ratio(vm) >= ratio:
+# How fast a VM's quiet baseline follows its wait in calm cycles (an
+# exponential average over about five of them), and its resolution: a
+# baseline is stored to the hundredth, so that it changes the VM's stored
+# state rarely, not every cycle.
+BASE_WEIGHT = 0.2
+BASE_STEP = 0.01
+
+
+def waits(vm, params, ratio, base=0.0):
+    """Whether the VM waited for CPU this cycle more than `base`, its usual
+    wait when its host is calm, by steal or by its own cgroup's pressure
+    (where the runner has that instead of steal)."""
+    if vm["steal"] is not None and vm["steal"] >= params["min_steal_cpus"] and steal_ratio(vm) - base >= ratio:
         return True
     pressure = vm["pressure"]
     return pressure is not None and pressure >= params["victim_pressure"] * ratio / params["victim_steal_ratio"]
@@ -602,6 +611,9 @@ class Cycle(object):
         states = {}
         min_steal, trigger_n = params["min_steal_cpus"], params["trigger_n"]
         used_pool, used_outside, stateful, capped_wait = 0.0, 0.0, False, 0.0
+        # Calm going into this cycle: the quiet baselines follow the VMs' waits.
+        calm_before = not any("1" in vm["state"].get("hist", "") or vm["cap"] is not None
+                              or vm["state"].get("weight") is not None for vm in vms)
         for vm in vms:
             if vm["class"] != DEDICATED or vm.get("in_shared_pool"):
                 used_pool += vm["used"]
@@ -617,7 +629,7 @@ class Cycle(object):
                     and vm["pressure"] is None and vm["class"] != BURSTABLE:
                 states[vm["key"]] = {}
                 continue
-            state = states[vm["key"]] = self._carry_state(vm)
+            state = states[vm["key"]] = self._carry_state(vm, calm_before)
             stateful = stateful or bool(state) or vm["class"] == BURSTABLE
         self.demoted = set(vm["key"] for vm in vms if _weight_in_force(vm, states[vm["key"]]))
         if self.demoted:
@@ -656,9 +668,11 @@ class Cycle(object):
             if states[vm["key"]] != vm["state"]:
                 self.vm_states[vm["key"]] = states[vm["key"]] or None
 
-    def _carry_state(self, vm):
-        """The VM's state with this cycle's trigger bit, and without a cap
-        record someone else's change made stale."""
+    def _carry_state(self, vm, calm_before):
+        """The VM's state with this cycle's trigger bit, its quiet baseline
+        followed where the host was calm (no VM waited in the trigger
+        history, no brake in force), and without a cap record someone else's
+        change made stale."""
         params = self.params
         state = dict(vm["state"])
         if state.get("cap") is not None and (vm["cap"] is None or abs(vm["cap"] - state["cap"]) > 0.005):
@@ -680,7 +694,14 @@ class Cycle(object):
         # A braked VM (capped, or its weight demoted) waits by the brake's
         # design: that is no victim's wait.
         braked = vm["cap"] is not None or state.get("weight") is not None
-        bit = "1" if not braked and waits(vm, params, params["victim_steal_ratio"]) else "0"
+        base = state.get("base", 0.0)
+        bit = "1" if not braked and waits(vm, params, params["victim_steal_ratio"], base) else "0"
+        if calm_before and bit == "0" and not braked and vm["steal"] is not None:
+            base = round((base + BASE_WEIGHT * (steal_ratio(vm) - base)) / BASE_STEP) * BASE_STEP
+            if base >= BASE_STEP:
+                state["base"] = round(base, 2)
+            else:
+                state.pop("base", None)
         history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
         if "1" in history:
             state["hist"] = history
@@ -1037,7 +1058,8 @@ class Cycle(object):
     def _relax(self, host, vms, states, idle):
         params, now = self.params, self.now
         calm = not any(vm["cap"] is None and vm["key"] not in self.demoted
-                       and waits(vm, params, params["relax_steal_ratio"]) for vm in vms) and \
+                       and waits(vm, params, params["relax_steal_ratio"], states[vm["key"]].get("base", 0.0))
+                       for vm in vms) and \
             (host["avg10"] is None or host["avg10"] < params["pressure_relax"])
         room, grown = idle - params["headroom_share"] * host["pool"], 0.0
         ents = None

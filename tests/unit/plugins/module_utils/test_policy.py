@@ -391,6 +391,32 @@ def test_no_proposal_once_the_victims_stop_waiting():
     assert "placement_waits" not in (calm["state"]["vms"].get("hv-1/big") or {})
 
 
+def test_a_vm_that_usually_waits_a_little_counts_as_waiting_only_above_its_quiet_baseline():
+    """A VM that waits 8 % of what it wants on a calm host learns that as its
+    baseline; 15 % is then not waiting (7 points above it), 25 % is."""
+    vms = [vm("usual", 0.92, 0.08, vcpus=2), vm("other", 0.5, 0.0)]
+    plans = []
+    for cycle in range(12):
+        plan = decide([host(cpus=8)], vms, now=NOW + 10 * cycle)
+        plans.append(plan)
+        vms = carry(vms, plan)
+    base = vms[0]["policy"]["base"]
+    assert 0.06 <= base <= 0.08 and "hist" not in vms[0]["policy"], vms[0]["policy"]
+    # Learnt to the hundredth: most calm cycles store nothing new.
+    assert sum(1 for p in plans if "hv-1/usual" in p["state"]["vms"]) < 8
+    mild = [dict(vms[0], usage={"cpus_used": 0.85, "steal_cpus": 0.15}), vms[1]]
+    assert "hist" not in (decide([host(cpus=8)], mild, now=NOW + 200)["state"]["vms"].get("hv-1/usual") or {})
+    more = [dict(vms[0], usage={"cpus_used": 0.75, "steal_cpus": 0.25}), vms[1]]
+    assert decide([host(cpus=8)], more, now=NOW + 200)["state"]["vms"]["hv-1/usual"]["hist"] == "1"
+
+
+def test_no_baseline_is_learnt_while_the_host_is_not_calm():
+    # Another VM waited in the trigger history: this cycle's wait is no quiet baseline.
+    vms = [vm("usual", 0.92, 0.08, vcpus=2), vm("victim", 0.5, 0.0, state={"hist": "01"})]
+    plan = decide([host(cpus=8)], vms)
+    assert "base" not in (plan["state"]["vms"].get("hv-1/usual") or {})
+
+
 def test_a_culprit_left_uncapped_at_its_floor_is_named_with_the_reason():
     # batch-1 already at its floor (2 of 8 vCPUs) by the policy's own cap: no further cut, said so.
     vms = [vm("batch-1", 2.0, 5.6, vcpus=8, cap=2.0, state={"cap": 2.0, "rule": "contain", "hist": "11"})] + \
