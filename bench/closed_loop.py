@@ -30,7 +30,8 @@ action), the other acting; the arms alternate, --repeats times each. Per
 pattern it prints the most waiting victim's wait ratio (vCPU delay /
 (used + delay) over the pattern's second half) in both arms with the
 spread over the repeats, the culprits' CPU, the pool's idle CPU while a
-brake (a cap or a demoted weight) is on, cycles to the first brake and to
+cap holds a guest under what it used alone (a weight withholds nothing),
+cycles to the first brake and to
 its release, and false actions; then each target, fixed before measuring,
 met or missed.
 
@@ -369,11 +370,11 @@ def _braked(step, name, default_shares):
     return step["caps"].get(name) is not None or (shares is not None and shares < default_shares)
 
 
-def arm_figures(arm, cpus, default_shares):
+def arm_figures(arm, cpus, default_shares, alone):
     """Per pattern of one arm: the most waiting victim's wait ratio (vCPU
     delay / (used + delay), summed over the pattern's second half), the
-    culprits' CPU over that half, the pool's idle share while any guest was
-    braked, cycles from a culprit starting to its first brake (cap or
+    culprits' CPU over that half, the pool's idle share while a cap held a
+    running guest under what it used alone, cycles from a culprit starting to its first brake (cap or
     demoted weight) and from it stopping to no brake, and brakes put on a
     guest that was not spinning (false actions)."""
     out = []
@@ -395,8 +396,12 @@ def arm_figures(arm, cpus, default_shares):
             if used + delay > 0:
                 ratios.append(delay / (used + delay))
         culprit_cpu = [sum(step["used"].get(name, 0.0) for name in spinning) for step in tail]
+        # Idle CPU counts against a brake only while a cap holds a running
+        # guest under what it used alone (its demand): a cap on a guest that
+        # wants nothing, or a weight, withholds nothing.
         idle = [max(0.0, cpus - step["background"] - sum(step["used"].values())) / cpus for step in within
-                if step["background"] is not None and any(_braked(step, name, default_shares) for name in step["caps"])]
+                if step["background"] is not None and any(
+                    cap is not None and name in running and alone[name] > cap for name, cap in step["caps"].items())]
         row = {"pattern": event["pattern"], "victim_wait": max(ratios) if ratios else None,
                "culprit_cpus": sum(culprit_cpu) / len(culprit_cpu) if culprit_cpu and spinning else None,
                "idle_while_braked": sum(idle) / len(idle) if idle else None, "act": {}, "release": {},
@@ -405,7 +410,10 @@ def arm_figures(arm, cpus, default_shares):
             if name not in CULPRITS:
                 continue
             if state == "run":
-                found = [i + 1 for i, step in enumerate(after) if _braked(step, name, default_shares)]
+                # Looked for while it runs: a brake after it stopped is no answer to this start.
+                stops = [e["at"] for e in events[number + 1:] if e["changes"].get(name) == "pause"]
+                running_steps = [step for step in after if not stops or step["end"] <= stops[0]]
+                found = [i + 1 for i, step in enumerate(running_steps) if _braked(step, name, default_shares)]
                 row["act"][name] = found[0] if found else None
             elif before and _braked(before[-1], name, default_shares):
                 found = [i + 1 for i, step in enumerate(after) if not _braked(step, name, default_shares)]
@@ -437,7 +445,8 @@ def arms_report(record):
     """The acting arm against the dry-run arm, per pattern, over the repeats,
     and the targets met or missed."""
     cpus, shares = record["cpus"], record["default_shares"]
-    by_mode = dict((mode, [arm_figures(arm, cpus, shares) for arm in record["arms"] if arm["mode"] == mode])
+    by_mode = dict((mode, [arm_figures(arm, cpus, shares, record["alone"]) for arm in record["arms"]
+                           if arm["mode"] == mode])
                    for mode in MODES)
     repeats = len(by_mode["act"])
     cycles = [step["seconds"] for arm in record["arms"] for step in arm["cycles"]]
