@@ -503,11 +503,10 @@ def targets(summary):
             continue
         on, off = sum(row["on"]) / len(row["on"]), sum(row["off"]) / len(row["off"])
         met = on <= TARGET_WAIT_SHARE_OF_OFF * off and (on <= TARGET_WAIT or on <= baseline + TARGET_WAIT_OVER_QUIET)
+        figures = ("met   " if met else "missed", row["pattern"], 100 * on, 100 * TARGET_WAIT_SHARE_OF_OFF, 100 * off,
+                   100 * TARGET_WAIT, 100 * TARGET_WAIT_OVER_QUIET, 100 * baseline)
         lines.append("%s  %s: victim wait acting %.0f %% <= %.0f %% of dry run's %.0f %%, and <= %.0f %% or within "
-                     "%.0f points of quiet's %.0f %%" % ("met   " if met else "missed", row["pattern"], 100 * on,
-                                                          100 * TARGET_WAIT_SHARE_OF_OFF, 100 * off,
-                                                          100 * TARGET_WAIT, 100 * TARGET_WAIT_OVER_QUIET,
-                                                          100 * baseline))
+                     "%.0f points of quiet's %.0f %%" % figures)
     idle = [v for row in summary for v in row["idle"]]
     worst = max(idle) if idle else None
     lines.append("%s  idle pool CPU while braked <= %.0f %%: %s" % (

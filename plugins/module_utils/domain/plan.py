@@ -115,8 +115,8 @@ def summary(plan):
 def proposal_line(proposal):
     """A proposed move in words: never applied by the collection."""
     where = "to %s" % proposal["to"] if proposal.get("to") else "(no host to move it to)"
-    return "proposal, not applied: move %s from %s %s: %s" % (proposal["object"], proposal["host"], where,
-                                                             proposal["reason"])
+    return "proposal, not applied: move %s from %s %s: %s" % (
+        proposal["object"], proposal["host"], where, proposal["reason"])
 
 
 def unmeasured(skipped, hosts, allowed_share=0.0):

@@ -358,8 +358,8 @@ def test_victims_waiting_with_culprits_at_their_floors_get_a_move_proposed_after
         vms = carry(vms, plan)
     assert [p["proposals"] for p in plans[:2]] == [[], []]
     (proposal,) = plans[2]["proposals"]
-    assert (proposal["action"], proposal["object"], proposal["host"], proposal["to"]) == ("move", "hv-1/big", "hv-1",
-                                                                                         "hv-2")
+    seen = (proposal["action"], proposal["object"], proposal["host"], proposal["to"])
+    assert seen == ("move", "hv-1/big", "hv-1", "hv-2")
     assert "every culprit at its floor" in proposal["reason"] and "3 cycles in a row" in proposal["reason"]
     assert "hv-2 has 12.00 CPUs idle for the 7.90 it wants" in proposal["reason"]
     # A proposal is never an action.
