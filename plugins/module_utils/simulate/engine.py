@@ -68,23 +68,20 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
     names = check_policies(policies)
     runs = [Run(name, trace, params) for name in names]
     host_keys = dict((host, [key for key, vm in trace.vms.items() if vm["host"] == host]) for host in trace.hosts)
-    specs = dict((host, _specs(trace, keys)) for host, keys in host_keys.items())
-    # Hosts whose VMs all have a CPU weight in the trace: only those weights
-    # are the scheduler's (a policy demotes only weights it read).
-    weighted = dict((host, all(trace.vms[key].get("weight") is not None for key in keys if
-                               trace.vms[key]["class"] != "dedicated")) for host, keys in host_keys.items())
+    specs, weighted = {}, {}
+    for host, keys in host_keys.items():
+        specs[host], weighted[host] = _specs(trace, keys)
     burstable = [(key, vm["baseline_cpus"]) for key, vm in trace.vms.items() if vm["class"] == "burstable"]
     plotted_host, plotted = _plotted(trace, host_keys)
     step = max(1, -(-trace.count // plot_points))
     series = _empty_series(trace, runs, plotted_host, plotted, step)
-    views_index = [dict((view["key"], view) for view in run.views) for run in runs]
     demand, interval = trace.demand, trace.interval
     for index in range(trace.count):
         now = trace.time(index) + interval
         for host, keys in host_keys.items():
             demands = [demand[key][index] for key in keys]
             host_specs = specs[host]
-            for position, run in enumerate(runs):
+            for run in runs:
                 caps = [run.caps.get(key) for key in keys]
                 model = run.models[host]
                 run_specs = host_specs if not run.weights else \
@@ -93,14 +90,14 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
                 used, steal, contention = model.run(run_specs, demands, caps, weighted_queue=weighted[host])
                 run.metrics.interval_of_host(host, index, keys, host_specs, demands, used, contention, caps,
                                              [run.rules.get(key) for key in keys], model.cpus)
-                views = views_index[position]
+                views = run.views_index
                 for offset, key in enumerate(keys):
                     view = views[key]
                     run.exact_used[key] = used[offset]
                     view["used"] = round(used[offset], 3)
                     view["steal"] = round(steal[offset], 3)
                     view["cap"] = caps[offset]
-        for position, run in enumerate(runs):
+        for run in runs:
             for host in run.hosts:
                 model = run.models[host["name"]]
                 host["avg10"], host["avg60"] = round(model.avg10, 2), round(model.avg60, 2)
@@ -110,17 +107,20 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
                 run.metrics.credits(key, baseline, run.exact_used[key], run.controller.credits(key),
                                     index == 0)
         if index % step == step - 1 or index == trace.count - 1:
-            _sample(series, runs, views_index, plotted_host, plotted, trace, index, step)
+            _sample(series, runs, plotted_host, plotted, trace, index, step)
     return {"policies": dict((run.name, run.metrics.result()) for run in runs),
             "raw": dict((run.name, run.metrics.raw()) for run in runs), "series": series}
 
 
 def _specs(trace, keys):
-    """[(vcpus, dedicated, CPU weight)] of one host's VMs: the trace's weights
-    when every shared VM has one, else vCPUs (as the policy weighs them)."""
+    """([(vcpus, dedicated, CPU weight)] of one host's VMs, weighted): the
+    trace's weights when every shared VM has one, else vCPUs (as the policy
+    weighs them). Only a host whose weights all come from the trace queues by
+    weight: a policy demotes only weights it read."""
     vms = [trace.vms[key] for key in keys]
     weighted = all(vm.get("weight") is not None for vm in vms if vm["class"] != "dedicated")
-    return [(vm["vcpus"], vm["class"] == "dedicated", vm["weight"] if weighted else vm["vcpus"]) for vm in vms]
+    return ([(vm["vcpus"], vm["class"] == "dedicated", vm["weight"] if weighted else vm["vcpus"]) for vm in vms],
+            weighted)
 
 
 def _apply(run, actions, trace):
@@ -181,7 +181,7 @@ def _empty_series(trace, runs, host, keys, step):
     }
 
 
-def _sample(series, runs, views_index, host, keys, trace, index, step):
+def _sample(series, runs, host, keys, trace, index, step):
     first = index - (index % step) if index % step != step - 1 else index - step + 1
     series["time"].append(round(trace.time(first), 1))
     for key in keys:
@@ -189,10 +189,10 @@ def _sample(series, runs, views_index, host, keys, trace, index, step):
         window = trace.demand[key][first:index + 1]
         series["demand"][name].append(round(sum(window) / len(window), 3))
         series["culprit"][name].append(max(trace.culprit[key][first:index + 1]))
-    for position, run in enumerate(runs):
+    for run in runs:
         out = series["policies"][run.name]
         for key in keys:
-            view = views_index[position][key]
+            view = run.views_index[key]
             name = trace.vms[key]["name"]
             out["used"][name].append(view["used"])
             out["steal"][name].append(view["steal"])
