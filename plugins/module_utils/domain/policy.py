@@ -647,7 +647,7 @@ class Cycle(object):
             used_pool = max(used_pool, host["cpus_used"] - used_outside)
         pool = shared_pool(host, vms)
         idle = max(0.0, pool - used_pool)
-        self.idle_by_host[host["name"]] = idle
+        self.idle_by_host[host["name"]] = (idle, pool)
         host = dict(net_pressure(host, capped_wait, self.now), pool=pool)
         if host["node"] is not None:
             self._gate(host)
@@ -1232,22 +1232,30 @@ class Cycle(object):
 
     def proposals(self):
         """Moves to propose: each VM to the other host of the cycle with the
-        most idle CPU of its pool, when that fits what the VM wants; else no
-        host, said so. A person (or a migration playbook) decides."""
+        most CPU left of its pool once the VM is there and the target keeps
+        its own headroom; else no host, said so. A person (or a migration
+        playbook) decides."""
         idle = dict(self.idle_by_host)
+        headroom = self.params["headroom_share"]
         out = []
         for vm, host, why in sorted(self.to_move, key=lambda item: -wanted(item[0])):
             want = wanted(vm)
-            others = sorted((room, name) for name, room in idle.items() if name != host["name"])
+            # What each other host has left, its own headroom kept, once the VM runs there.
+            left = sorted((room - headroom * pool - want, name) for name, (room, pool) in idle.items()
+                          if name != host["name"])
             proposal = {"action": "move", "object": vm["key"], "vm": vm["name"], "host": host["name"],
                         "wanted_cpus": round(want, 3), "why": why, "to": None}
-            if others and others[-1][0] >= want + self.params["headroom_share"] * host["pool"]:
-                room, name = others[-1]
-                idle[name] = room - want
+            if left and left[-1][0] >= 0.0:
+                name = left[-1][1]
+                room, pool = idle[name]
+                idle[name] = (room - want, pool)
                 proposal.update(to=name, reason="%s; %s has %.2f CPUs idle for the %.2f it wants" % (
                     why, name, room, want))
+            elif left:
+                room, pool = idle[left[-1][1]]
+                proposal["reason"] = "%s; no other host of this cycle has %.2f CPUs idle beside its headroom " \
+                    "(the most: %.2f on %s, headroom %.2f)" % (why, want, room, left[-1][1], headroom * pool)
             else:
-                proposal["reason"] = "%s; no other host of this cycle has %.2f CPUs idle (the most: %s)" % (
-                    why, want, "%.2f on %s" % others[-1] if others else "no other host")
+                proposal["reason"] = "%s; no other host in this cycle to move it to" % why
             out.append(proposal)
         return out

@@ -376,7 +376,25 @@ def test_an_overloaded_host_with_no_culprit_proposes_a_move_and_says_when_no_hos
     assert plan["actions"] == []
     (proposal,) = plan["proposals"]
     assert proposal["to"] is None and "overloaded with no culprit" in proposal["reason"]
-    assert "no other host of this cycle has 1.60 CPUs idle (the most: no other host)" in proposal["reason"]
+    assert "no other host in this cycle to move it to" in proposal["reason"]
+
+
+def test_a_move_keeps_the_target_hosts_own_headroom():
+    """hv-2 has 8.90 CPUs idle for the 7.90 the culprit wants, but 2 % of its
+    100-CPU pool is 2 CPUs of headroom: no room. The source's 10-CPU pool
+    would have asked only 0.20."""
+    hosts = [host("hv-1", cpus=10), dict(host("hv-2", cpus=100), cpus_used=91.1)]
+    vms = flat_out_pair() + [vm("calm", 4.0, 0.0, vcpus=4, host_name="hv-2")]
+    plan = None
+    for cycle in range(3):
+        plan = decide(hosts, vms, now=NOW + 10 * cycle)
+        vms = carry(vms, plan)
+    (proposal,) = plan["proposals"]
+    assert proposal["to"] is None, proposal
+    assert "(the most: 8.90 on hv-2, headroom 2.00)" in proposal["reason"], proposal["reason"]
+    roomy = [hosts[0], dict(hosts[1], cpus_used=88.0)]
+    (proposal,) = decide(roomy, vms, now=NOW + 30)["proposals"]
+    assert proposal["to"] == "hv-2", proposal
 
 
 def test_no_proposal_once_the_victims_stop_waiting():
