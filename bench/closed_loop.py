@@ -151,9 +151,9 @@ def pin_lab_guests(conn):
 
 def unpin_lab_guests(saved):
     """Puts the lab's guests back as they were. A live pin cannot be taken
-    away (pinned back to every CPU, a vCPU keeps a <vcpupin> that reads as a
-    dedicated VM's), so a guest that had none is restarted from its
-    persistent definition, which the run never touched."""
+    away (pinned back to every CPU, a vCPU keeps a <vcpupin> in its live
+    XML), so a guest that had none is restarted from its persistent
+    definition, which the run never touched: the lab is left as it was."""
     for domain, vcpus, emulator in saved:
         if all(all(mask) for mask in vcpus):
             domain.destroy()

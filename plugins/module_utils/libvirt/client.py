@@ -77,6 +77,7 @@ class LibvirtClient(object):
             _ensure_event_loop()
         self.uri = uri
         self.conn = _wrap(libvirt.open, uri)
+        self._host_cpus = None
 
     def close(self):
         self.conn.close()
@@ -155,6 +156,12 @@ class LibvirtClient(object):
         for mask in _wrap(domain.vcpuPinInfo, libvirt.VIR_DOMAIN_AFFECT_LIVE):
             allowed.update(cpu for cpu, on in enumerate(mask) if on)
         return sorted(allowed)
+
+    def host_cpu_count(self):
+        """How many CPUs the host has (ids 0..n-1), read once per connection."""
+        if self._host_cpus is None:
+            self._host_cpus = _wrap(self.conn.getCPUMap)[0]
+        return self._host_cpus
 
     def cgroup_version(self):
         """1 or 2 for a hypervisor on this machine, None for a remote one (its

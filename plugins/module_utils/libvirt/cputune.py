@@ -123,7 +123,7 @@ def read_state(client, domain, class_namespace, described=None, targets=None):
     is read for `targets` only (None: every target the domain has), so a host
     that cannot report live tuning still serves config-only work."""
     described = described or client.describe(domain)
-    facts = domain_xml.describe(described["xml"], class_namespace)
+    facts = domain_xml.describe(described["xml"], class_namespace, client.host_cpu_count())
     if targets is None:
         targets = [t for t, has in ((LIVE, described["active"]), (CONFIG, described["persistent"])) if has]
     current = dict((target, client.scheduler_parameters(domain, target)) for target in targets)
@@ -152,7 +152,8 @@ def select_domains(client, names, classes, class_namespace):
             # be read is still selected, and fails on its own; so does one
             # whose class element is of a newer schema.
             try:
-                facts = domain_xml.class_facts(ET.fromstring(described["xml"]), class_namespace)
+                facts = domain_xml.class_facts(ET.fromstring(described["xml"]), class_namespace,
+                                               client.host_cpu_count())
             except ValueRangeError:
                 selected[described["name"]] = (domain, described)
                 continue

@@ -64,9 +64,41 @@ class RecordError(ValueRangeError):
                      "--remove --config, and --live while it runs)" % (field, value, allowed, THROTTLE_NAMESPACE),)
 
 
-def class_facts(root, class_namespace=CLASS_NAMESPACE):
+def cpuset_ids(text):
+    """CPU ids of a libvirt cpuset ("0-3,^2,8"); None when it cannot be read."""
+    ids, excluded = set(), set()
+    try:
+        for part in (text or "").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            into = excluded if part.startswith("^") else ids
+            low, _sep, high = part.lstrip("^").partition("-")
+            into.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        return None
+    return ids - excluded
+
+
+def pins(cputune, host_cpus=None):
+    """Whether a <cputune> pins a vCPU: a <vcpupin> that leaves out some of
+    the host's CPUs. Pinned to all of them (what `virsh vcpupin` leaves after
+    putting a vCPU back) is no pinning; with the host's CPU count unknown,
+    any <vcpupin> counts, as the safer reading for a dedicated VM."""
+    if cputune is None:
+        return False
+    every = set(range(host_cpus)) if host_cpus else None
+    for pin in cputune.findall("vcpupin"):
+        ids = cpuset_ids(pin.get("cpuset"))
+        if every is None or ids is None or not every <= ids:
+            return True
+    return False
+
+
+def class_facts(root, class_namespace=CLASS_NAMESPACE, host_cpus=None):
     """What decides a domain's class (pinning, realtime scheduling, declared
-    class) in a parsed domain XML."""
+    class) in a parsed domain XML; `host_cpus` (the host's CPU count) tells
+    a pin to every CPU from a real one."""
     cputune = root.find("cputune")
     element = root.find("metadata/{%s}vm" % class_namespace)
     if element is not None:
@@ -74,7 +106,7 @@ def class_facts(root, class_namespace=CLASS_NAMESPACE):
     declared = root.findtext("metadata/{%s}vm/{%s}class" % (class_namespace, class_namespace))
     baseline = root.findtext("metadata/{%s}vm/{%s}baseline" % (class_namespace, class_namespace))
     return {
-        "pinned": cputune is not None and cputune.find("vcpupin") is not None,
+        "pinned": pins(cputune, host_cpus),
         "realtime": cputune is not None and any(
             sched.get("scheduler") in ("fifo", "rr") for sched in cputune.findall("vcpusched")),
         "declared_class": declared.strip() if declared else None,
@@ -111,7 +143,7 @@ def class_xml(vm_class, baseline_cpus=None):
     return ET.tostring(element, encoding="unicode")
 
 
-def describe(xml_text, class_namespace=CLASS_NAMESPACE):
+def describe(xml_text, class_namespace=CLASS_NAMESPACE, host_cpus=None):
     """vcpus, pinning, realtime scheduling, declared class and the throttle
     record of one domain XML; raises RecordError when the record cannot be
     used."""
@@ -119,7 +151,7 @@ def describe(xml_text, class_namespace=CLASS_NAMESPACE):
     vcpu = root.find("vcpu")
     record = root.find("metadata/{%s}throttle" % THROTTLE_NAMESPACE)
     return dict(
-        class_facts(root, class_namespace),
+        class_facts(root, class_namespace, host_cpus),
         vcpus=int(vcpu.get("current") or vcpu.text) if vcpu is not None else 1,
         max_vcpus=int(vcpu.text) if vcpu is not None else 1,
         record=parse_record(record) if record is not None else None,

@@ -269,3 +269,20 @@ def test_the_config_shares_are_taken_out_by_a_text_edit_of_that_element_alone():
     assert "<cputune>" not in domain_xml.without_config_shares(only_shares)
     assert domain_xml.without_config_shares(domain_xml.without_config_shares(only_shares)) == \
         domain_xml.without_config_shares(only_shares)
+
+
+@pytest.mark.parametrize("pins, host_cpus, pinned", [
+    ("", 4, False),
+    ("<vcpupin vcpu='0' cpuset='2'/>", 4, True),
+    ("<vcpupin vcpu='0' cpuset='0-3'/>", 4, False),
+    ("<vcpupin vcpu='0' cpuset='0-3'/><vcpupin vcpu='1' cpuset='0-3'/>", 4, False),
+    ("<vcpupin vcpu='0' cpuset='0-3'/><vcpupin vcpu='1' cpuset='1'/>", 4, True),
+    ("<vcpupin vcpu='0' cpuset='0-3,^2'/>", 4, True),
+    ("<vcpupin vcpu='0' cpuset='0,1,2,3'/>", 4, False),
+    # A set that cannot be read, or a host of unknown size: a pin is a pin.
+    ("<vcpupin vcpu='0' cpuset='0-x'/>", 4, True),
+    ("<vcpupin vcpu='0' cpuset='0-3'/>", None, True),
+])
+def test_a_vcpu_pinned_to_every_host_cpu_is_not_pinned(pins, host_cpus, pinned):
+    root = ET.fromstring("<domain><vcpu>2</vcpu><cputune>%s</cputune></domain>" % pins)
+    assert domain_xml.class_facts(root, host_cpus=host_cpus)["pinned"] is pinned
