@@ -20,11 +20,13 @@ busy. A VM whose vCPUs sleep (it wants less than all of them) waits
 QUEUE_DELAY of what it runs times the chance that the others' busy CPUs
 fill the pool's last one (queue_wait), fitted on the lab's cores
 (bench/host_queueing.py, measured beside modelled in docs/policy.md).
-Where the VMs' CPU weights differ, a busy neighbour counts towards filling
-the pool in proportion to its weight over the waking VM's (at most whole):
-a demoted neighbour is preempted by the waking vCPU. That form is the
-scheduler's, not yet fitted on a lab sweep of weights; with equal weights
-the model is the fitted one unchanged.
+Where the VMs' CPU weights differ, a waking vCPU preempts a busy neighbour
+of lower weight: its wait is scaled by its two most preemptible busy
+neighbours' weight ratios (theirs over its own, at most 1), the first raised
+to WEIGHT_EXPONENTS[0], the second to WEIGHT_EXPONENTS[1] (fitted on a lab
+sweep of a light guest beside two spinners at several cpu_shares,
+bench/weight_sweep.py; on 2 cores, so only two neighbours are in the form).
+With equal weights the model is the QUEUE_DELAY fit unchanged.
 Time a cap withholds counts as host pressure, as the kernel counts it: a
 throttled vCPU thread stays runnable and waits out the period (measured on
 the lab's cgroup v1 host, docs/policy.md)."""
@@ -64,6 +66,24 @@ def share_out(capacity, demands, weights):
 # of what it runs: fitted on the lab by bench/host_queueing.py (docs/policy.md,
 # "The model of a host").
 QUEUE_DELAY = 1.06
+# How a waking vCPU's wait shrinks with its busy neighbours' weight ratios
+# (the most preemptible first, then the next): fitted on the lab by
+# bench/weight_sweep.py (docs/policy.md, "The model of a host").
+WEIGHT_EXPONENTS = (0.82, 0.24)
+
+
+def preemption_share(neighbours, mine, exponents=None):
+    """The share of its queue wait a waking vCPU of weight `mine` still has
+    beside busy `neighbours` [(CPUs wanted, weight)]: 1 beside equal or
+    higher weights; less the lower the weights of the two it preempts most
+    easily (a neighbour that wants under a CPU counts in proportion: it is
+    not always there to be preempted)."""
+    exponents = WEIGHT_EXPONENTS if exponents is None else exponents
+    ratios = sorted(1.0 - min(1.0, want) * (1.0 - min(1.0, weight / mine)) for want, weight in neighbours)
+    share = 1.0
+    for ratio, exponent in zip(ratios, exponents):
+        share *= ratio ** exponent
+    return share
 
 
 def queue_wait(queue_delay, used, others_busy, pool):
@@ -89,10 +109,11 @@ class HostModel(object):
     """One host's CPU across intervals: its pool, the VMs' caps, and the
     pressure averages that carry over from one interval to the next."""
 
-    def __init__(self, name, cpus, interval_seconds, queue_delay=QUEUE_DELAY):
+    def __init__(self, name, cpus, interval_seconds, queue_delay=QUEUE_DELAY, weight_exponents=None):
         self.name = name
         self.cpus = float(cpus)
         self.queue_delay = queue_delay
+        self.weight_exponents = WEIGHT_EXPONENTS if weight_exponents is None else weight_exponents
         self.avg10 = 0.0
         self.avg60 = 0.0
         self.decay10 = math.exp(-interval_seconds / 10.0)
@@ -134,14 +155,12 @@ class HostModel(object):
             for position, index in enumerate(shared):
                 if wants[index] >= vms[index][0] - 1e-9 or (caps[index] is not None and caps[index] <= wants[index]):
                     continue  # a vCPU that never sleeps never wakes to a full host; a cap's wait is steal already
-                others = busy - used[index]
+                wait = queue_wait(self.queue_delay, used[index], busy - used[index], pool)
                 if weighted:
                     # A waking vCPU runs before a busy neighbour of lower
-                    # weight (its virtual time runs slower): that neighbour
-                    # fills the pool only in proportion to their weights.
-                    mine = vms[index][2]
-                    others = sum(used[other] * min(1.0, vms[other][2] / mine) for other in shared if other != index)
-                wait = queue_wait(self.queue_delay, used[index], others, pool)
+                    # weight (its virtual time runs slower).
+                    wait *= preemption_share([(wants[other], vms[other][2]) for other in shared if other != index],
+                                             vms[index][2], self.weight_exponents)
                 steal[index] += wait
                 contention[index] += wait
         # A capped VM's vCPUs wait out each throttled period, and the kernel
@@ -168,6 +187,51 @@ def lab_point(cpus, point, queue_delay):
     demands = [point["demand"]] + [1.0] * spinners + [point["background"]]
     used, steal, _contention = model.run(vms, demands, [None] * len(vms))
     return steal[0], (sum(used[1:1 + spinners]) / spinners if spinners else None), pressure_some(sum(steal))
+
+
+def weighted_lab_point(cpus, point, queue_delay=QUEUE_DELAY, exponents=None):
+    """The model on one of bench/weight_sweep.py's loads: a light VM of one
+    vCPU at `light_shares` wanting `demand`, spinners of one vCPU at their
+    `spinner_shares`, and what the host itself ran (`background`) at the
+    default weight. Returns the light VM's steal and the spinners' use."""
+    spinners = point["spinner_shares"]
+    model = HostModel("lab", cpus, 10.0, queue_delay=queue_delay, weight_exponents=exponents)
+    default = point["default_shares"]
+    vms = [(1, False, float(point["light_shares"]))] + [(1, False, float(shares)) for shares in spinners] + \
+        [(cpus, False, float(default))]
+    demands = [point["demand"]] + [1.0] * len(spinners) + [point["background"]]
+    used, steal, _contention = model.run(vms, demands, [None] * len(vms), weighted_queue=True)
+    return steal[0], used[1:1 + len(spinners)]
+
+
+def fit_weight_exponents(cpus, points, queue_delay=QUEUE_DELAY, step=0.01):
+    """The WEIGHT_EXPONENTS (each 0..2, to `step`) that bring the model's
+    wait ratio of the light VM closest to the one measured, over the points
+    where the weights differ (least squares); the equal-weight points are
+    QUEUE_DELAY's."""
+    weighted = [p for p in points if any(s != p["light_shares"] for s in p["spinner_shares"])]
+    if not weighted:
+        return WEIGHT_EXPONENTS
+
+    def error(exponents):
+        total = 0.0
+        for point in weighted:
+            steal = weighted_lab_point(cpus, point, queue_delay, exponents)[0]
+            total += (wait_ratio(point["used"], point["delay"]) - wait_ratio(point["used"], steal)) ** 2
+        return total
+
+    grid = [round(n * step, 6) for n in range(int(round(2.0 / step)) + 1)]
+    # The first exponent alone decides the points with one demoted neighbour:
+    # a coarse pass over both, then the best to `step` around it.
+    coarse = min(((a, b) for a in grid[::5] for b in grid[::5]), key=error)
+    near = [value for value in grid if abs(value - coarse[0]) <= 5 * step]
+    near_b = [value for value in grid if abs(value - coarse[1]) <= 5 * step]
+    return min(((a, b) for a in near for b in near_b), key=error)
+
+
+def wait_ratio(used, delay):
+    """delay / (used + delay): the share of the time a VM wanted CPU that it waited."""
+    return delay / (used + delay) if used + delay > 0 else 0.0
 
 
 def fit_queue_delay(cpus, points):
