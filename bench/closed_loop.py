@@ -65,6 +65,7 @@ import lab_guests
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError  # noqa: E402
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, policy  # noqa: E402
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LIVE, LibvirtClient  # noqa: E402
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, metrics  # noqa: E402
@@ -729,25 +730,22 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--phase-seconds", type=float, default=60.0, help="how long each pattern lasts")
     parser.add_argument("--repeats", type=int, default=3, help="dry-run and acting arms, each, alternated")
-    parser.add_argument("--accel", choices=("auto", "kvm", "qemu"), default="auto",
-                        help="the guests' domain type: kvm where /dev/kvm works (auto), or qemu (TCG)")
     parser.add_argument("--calibrate-seconds", type=float, default=6.0, help="length of each alone measurement")
     parser.add_argument("--policy", default="{}", help="policy parameters as JSON (docs/policy.md); default: defaults")
-    parser.add_argument("--json", help="also write the run here")
-    parser.add_argument("--from", dest="recorded", help="report on a run written by --json instead of measuring")
+    lab_guests.bench_arguments(parser)
     args = parser.parse_args()
-    if args.recorded:
-        with open(args.recorded) as handle:
-            record = json.load(handle)
-    else:
+    if not args.recorded:
         if args.repeats < 1:
             parser.error("--repeats: at least 1")
-        params = json.loads(args.policy)
-        policy.parameters(params)  # refused here, naming the parameter, before any guest is made
-        record = run_arms(args.phase_seconds, params, args.calibrate_seconds, args.repeats, args.accel)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(record, handle, indent=1)
+        try:
+            params = json.loads(args.policy)
+            policy.parameters(params)  # refused here, naming the parameter, before any guest is made
+        except (ValueError, ValueRangeError) as exc:
+            parser.error("--policy: %s" % exc)
+
+    def measured():
+        return run_arms(args.phase_seconds, params, args.calibrate_seconds, args.repeats, args.accel)
+    record = lab_guests.recorded_or_run(args, measured)
     if "arms" in record:
         arms_report(record)
     else:

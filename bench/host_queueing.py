@@ -32,7 +32,6 @@ defined). Nothing else may load the host while it runs.
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -168,18 +167,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--seconds", type=float, default=12.0, help="length of each measurement")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the four loads at each level")
-    parser.add_argument("--json", help="also write the measured points here")
-    parser.add_argument("--from", dest="recorded", help="report on points written by --json instead of measuring")
+    lab_guests.bench_arguments(parser, accel=False)
     args = parser.parse_args()
-    if args.recorded:
-        with open(args.recorded) as handle:
-            recorded = json.load(handle)
-        cpus, points = recorded["cpus"], recorded["points"]
-    else:
-        cpus, points = run(args.seconds, args.repeat)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"cpus": cpus, "points": points}, handle, indent=1)
+    recorded = lab_guests.recorded_or_run(args, lambda: dict(zip(("cpus", "points"), run(args.seconds, args.repeat))))
+    cpus, points = recorded["cpus"], recorded["points"]
     report(cpus, points, host_model.fit_queue_delay(cpus, points))
 
 

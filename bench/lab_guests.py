@@ -5,6 +5,7 @@
 duty guest wants part of one, the same work at every 100 Hz timer tick
 whatever the host does."""
 
+import json
 import os
 import struct
 import time
@@ -82,3 +83,26 @@ def duty_loops(level, probe_used, timer_used):
     """Loops per tick for a duty guest to use `level` CPUs, given what the
     probe (PROBE_LOOPS) and the bare timer (1 loop) used alone."""
     return max(1, int(PROBE_LOOPS * (level - timer_used) / max(probe_used - timer_used, 1e-3)))
+
+
+def bench_arguments(parser, accel=True):
+    """The options every lab bench shares: --accel (where it starts guests),
+    --json (write the run) and --from (report on a written run instead)."""
+    if accel:
+        parser.add_argument("--accel", choices=("auto", "kvm", "qemu"), default="auto",
+                            help="the guests' domain type: kvm where /dev/kvm works (auto), or qemu (TCG)")
+    parser.add_argument("--json", help="also write the run here")
+    parser.add_argument("--from", dest="recorded", help="report on a run written by --json instead of measuring")
+
+
+def recorded_or_run(args, run):
+    """The run written at --from, else run(); written to --json when given."""
+    if args.recorded:
+        with open(args.recorded) as handle:
+            record = json.load(handle)
+    else:
+        record = run()
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(record, handle, indent=1)
+    return record

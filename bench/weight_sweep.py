@@ -29,7 +29,6 @@ off while it runs. Nothing else may load the host while it runs.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -186,19 +185,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each measurement")
     parser.add_argument("--repeat", type=int, default=2, help="rounds of every arm, interleaved")
-    parser.add_argument("--accel", choices=("auto", "kvm", "qemu"), default="auto",
-                        help="guests hardware-accelerated (kvm), under TCG (qemu), or kvm where /dev/kvm works")
-    parser.add_argument("--json", help="also write the measured points here")
-    parser.add_argument("--from", dest="recorded", help="report on a run written by --json instead of measuring")
+    lab_guests.bench_arguments(parser)
     args = parser.parse_args()
-    if args.recorded:
-        with open(args.recorded) as handle:
-            record = json.load(handle)
-    else:
-        record = run(args.seconds, args.repeat, args.accel)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(record, handle, indent=1)
+    record = lab_guests.recorded_or_run(args, lambda: run(args.seconds, args.repeat, args.accel))
     report(record, host_model.fit_weight_exponents(record["cpus"], record["points"]))
 
 
