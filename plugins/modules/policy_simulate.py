@@ -119,7 +119,7 @@ policies:
                  culprit_precision: 1.0, throttled_cpu_seconds: 141359.1, contention_throttled_cpu_seconds: 125383.8,
                  reversals_per_vm_per_10min: 2, dedicated_touched: 0, idle_cpu_while_throttled: 0.0142,
                  gate_toggles_per_node_hour: 2, credit_error: 0.000079, throttled_share_without_culprit: 0.0,
-                 overload_steal_cpu_seconds: 33174.3}
+                 overload_steal_cpu_seconds: 33174.3, culprit_recall: 0.97}
 scenarios:
   description:
     - Per trace replayed, its size and the metrics of each policy on it.
@@ -130,7 +130,9 @@ scenarios:
 verdict:
   description: The C(overcommit) policy against each target (value, target, met) and against each other
     policy (metrics it is better and worse on, and whether it wins, better on containment or precision and
-    worse on nothing else).
+    worse on nothing else); C(victim_wait_reduction), one less the victims' wait under it over their wait
+    with no control, in host-intervals with a culprit active (null unless C(none) was simulated and someone
+    waited there).
   returned: when the overcommit policy was simulated
   type: dict
 verdict_lines:

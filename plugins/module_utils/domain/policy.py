@@ -98,6 +98,13 @@ PARAMETERS = {
                                    "no culprit on an overloaded host, before the plan proposes moving a VM"),
     "weight_cycles": (1, 0, 64, "cycles in which victims still wait behind a culprit whose CPU weight was demoted "
                                 "before it is capped too (0: no weight rung, cap at once)"),
+    "quota_cut_share": (0.25, 0.0, 0.9, "share a culprit's cap is cut by in each cycle in which victims still "
+                                        "wait while the pool's load fits, never under its floor (0: caps only for "
+                                        "the fluid need)"),
+    "usual_hours": (6.0, 0.0, 168.0, "hours a VM's usual demand is averaged over (0: no usual demand, culprits "
+                                     "by fair shares alone)"),
+    "surge_ratio": (2.0, 1.0, None, "wanted CPU over its usual demand at which a VM surges: a culprit while victims "
+                                    "wait, even under its fair share"),
     "min_change_cpus": (0.05, 0.0, None, "smallest cap change worth an action"),
     "relax_calm_seconds": (60, 0, None, "seconds the host must be calm before a cap is raised"),
     "relax_step_share": (0.10, 0.01, 1.0, "most a cap is raised in one cycle, as a share of the VM's vCPUs"),
@@ -368,6 +375,38 @@ def steal_ratio(vm):
 # state rarely, not every cycle.
 BASE_WEIGHT = 0.2
 BASE_STEP = 0.01
+# Usual demand (state `usual`, CPUs): an exponential average over
+# usual_hours, kept to USUAL_STEP so that most cycles store nothing new,
+# trusted once followed for USUAL_TRUST_SECONDS (its first value is what the
+# VM wanted when first seen). A VM wanting less than BUSY_AS_USUAL times it
+# is at its usual level.
+USUAL_STEP = 0.05
+USUAL_TRUST_SECONDS = 600
+BUSY_AS_USUAL = 1.25
+
+
+def follow_usual(state, want, now, hours):
+    """The state's usual demand moved towards `want`, as an exponential
+    average over `hours` of the time since it last moved; stored only when
+    it moves by USUAL_STEP (a lazy average: a cycle that moves it less
+    leaves the state as it was)."""
+    usual, at = state.get("usual"), state.get("usual_at")
+    if usual is None or at is None:
+        state.update(usual=round(round(want / USUAL_STEP) * USUAL_STEP, 2), usual_at=now, usual_since=now)
+        return
+    share = 1.0 - math.exp(-max(0.0, now - at) / (hours * 3600.0))
+    moved = round(round((usual + share * (want - usual)) / USUAL_STEP) * USUAL_STEP, 2)
+    if moved != usual:
+        state.update(usual=moved, usual_at=now)
+
+
+def trusted_usual(state, now, params):
+    """The usual demand in the state once followed long enough, else None."""
+    hours = params["usual_hours"]
+    since = state.get("usual_since")
+    if not hours or since is None or now - since < USUAL_TRUST_SECONDS:
+        return None
+    return state.get("usual")
 
 
 def waits(vm, params, ratio, base=0.0):
@@ -380,11 +419,23 @@ def waits(vm, params, ratio, base=0.0):
     return pressure is not None and pressure >= params["victim_pressure"] * ratio / params["victim_steal_ratio"]
 
 
-def is_culprit(vm, want, ent, params):
-    """Whether a VM wanting `want` CPUs takes enough above its entitlement
-    `ent` to be throttled for others' sake."""
-    return want - ent >= params["culprit_min_excess_cpus"] and (
-        want >= params["culprit_ratio"] * ent or want >= params["culprit_busy_share"] * vm["vcpus"])
+def surges(want, usual, params):
+    """Whether a VM wanting `want` CPUs is at surge_ratio times its usual
+    demand `usual` (None: not known yet) and culprit_min_excess_cpus above it."""
+    return usual is not None and want >= params["surge_ratio"] * usual and \
+        want - usual >= params["culprit_min_excess_cpus"]
+
+
+def is_culprit(vm, want, ent, params, usual=None):
+    """Whether a VM wanting `want` CPUs takes enough to be braked for others'
+    sake: far above its usual demand `usual` (when known), or enough above
+    its entitlement `ent`: culprit_ratio times it, or running flat out
+    unless that is its usual level (a busy VM is not punished for being as
+    busy as it always is)."""
+    if surges(want, usual, params):
+        return True
+    flat_out = want >= params["culprit_busy_share"] * vm["vcpus"] and (usual is None or want >= BUSY_AS_USUAL * usual)
+    return want - ent >= params["culprit_min_excess_cpus"] and (want >= params["culprit_ratio"] * ent or flat_out)
 
 
 def floor_of(vm, params):
@@ -537,6 +588,23 @@ def contain_targets(culprits, need, params):
     return targets, need
 
 
+def stepped_cap(vm, want, ent, params):
+    """The cap of a culprit while victims wait although the pool's load fits
+    (their wait is latency behind it, which the fluid need does not see):
+    first the fair bound max(floor, min(want, entitlement)), then, capped,
+    quota_cut_share less each cycle, never under its floor. None when the
+    step would change less than min_change_cpus or cap nothing."""
+    floor = floor_of(vm, params)
+    if vm["cap"] is None:
+        current, target = want, max(floor, min(want, ent))
+    else:
+        current = min(vm["cap"], want)
+        target = max(floor, current * (1.0 - params["quota_cut_share"]))
+    if current - target < params["min_change_cpus"] or target >= vm["vcpus"]:
+        return None
+    return target
+
+
 def _weight_in_force(vm, state):
     """Whether the CPU weight the policy demoted a VM to is the one it has."""
     return state.get("weight") is not None and vm["weight"] is not None and abs(vm["weight"] - state["weight"]) < 0.5
@@ -603,6 +671,8 @@ class Cycle(object):
         self.to_move = []
         # One action per VM a cycle: the first rule to claim it wins.
         self.claimed = {}
+        # Culprits of the host at hand judged by their usual demand: VM key -> usual CPUs.
+        self.surging = {}
 
     # -- per host
 
@@ -624,9 +694,10 @@ class Cycle(object):
                 # A capped or demoted VM's own wait is the brake's doing.
                 capped_wait += steal or 0.0
             # The common case of a fleet, kept cheap: nothing recorded,
-            # not capped, not waiting.
+            # not capped, not waiting, no usual demand to follow.
             if not vm["state"] and vm["cap"] is None and (steal is None or steal < min_steal) \
-                    and vm["pressure"] is None and vm["class"] != BURSTABLE:
+                    and vm["pressure"] is None and vm["class"] != BURSTABLE \
+                    and (not params["usual_hours"] or vm["class"] == DEDICATED or wanted(vm) < IDLE_CPUS):
                 states[vm["key"]] = {}
                 continue
             state = states[vm["key"]] = self._carry_state(vm, calm_before)
@@ -659,6 +730,7 @@ class Cycle(object):
             states[vm["key"]].get("hist", "").count("1") >= trigger_n
             or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= severe)]
         self.movable = None
+        self.surging = {}
         if victims:
             self._contain(host, vms, states, entitlements(host, vms, states), victims, idle)
         self._placement(host, vms, states)
@@ -702,6 +774,8 @@ class Cycle(object):
                 state["base"] = round(base, 2)
             else:
                 state.pop("base", None)
+        if params["usual_hours"] and vm["class"] != DEDICATED and ("usual" in state or wanted(vm) >= IDLE_CPUS):
+            follow_usual(state, wanted(vm), self.now, params["usual_hours"])
         history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
         if "1" in history:
             state["hist"] = history
@@ -880,7 +954,13 @@ class Cycle(object):
             if vm["cap"] is not None and not self._ours(vm, state):
                 continue
             want, ent = wanted(vm), ents[vm["key"]]
-            if is_culprit(vm, want, ent, params):
+            usual = trusted_usual(state, self.now, params)
+            if is_culprit(vm, want, ent, params, usual):
+                if surges(want, usual, params):
+                    # Judged by its own history: its fair bound is what it
+                    # may want without surging, if that is under its due.
+                    self.surging[vm["key"]] = usual
+                    ent = min(ent, params["surge_ratio"] * usual)
                 candidates.append((want - ent, vm, want, ent))
         candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
         # The biggest culprit and those whose excess is comparable to it are
@@ -926,17 +1006,32 @@ class Cycle(object):
                    for vm in pool_vms(vms))
         need = load - cpus * (1.0 - params["headroom_share"])
         culprit_names = ", ".join(item[1]["name"] for item in cut)
-        if need < params["min_change_cpus"]:
-            # The fluid need is all a quota can free: victims that wait while
-            # the pool's load fits are waiting behind runnable neighbours.
-            self.notes.append({"object": host["name"], "rule": "contain",
-                               "note": "%s wait for CPU beside culprits (%s), but the pool's load "
-                               "(%.2f of %g CPUs less headroom) leaves %.3f CPUs to free, under min_change_cpus "
-                               "(%g): the wait is latency behind runnable neighbours, which a cap does not free; "
-                               "nothing throttled" % (", ".join(names), culprit_names, load, cpus, max(need, 0.0),
-                                                      params["min_change_cpus"])})
-            return
-        targets, need = contain_targets(cut, need, params)
+        stepped = {}
+        if need >= params["min_change_cpus"]:
+            targets, need = contain_targets(cut, need, params)
+        else:
+            # The pool's load fits, yet victims wait: a waking victim queues
+            # behind a runnable culprit, which the fluid need cannot see.
+            targets = stepped = self._steps(cut, idle, cpus) if waiting_now else {}
+            need = 0.0
+            if not targets:
+                if not waiting_now:
+                    why = "no victim waits this cycle"
+                elif not params["quota_cut_share"]:
+                    why = "quota_cut_share is 0, a cap answers only the fluid need"
+                elif idle + params["min_change_cpus"] > params["idle_guard_share"] * cpus:
+                    why = "%.2f CPUs of the pool are idle already, near the idle guard's %.2f" % (
+                        idle, params["idle_guard_share"] * cpus)
+                else:
+                    why = "every culprit is at its floor or braked this cycle"
+                self.notes.append({"object": host["name"], "rule": "contain",
+                                   "note": "%s wait for CPU beside culprits (%s) while the pool's load (%.2f of %g "
+                                   "CPUs less headroom) fits: %s; nothing throttled" % (
+                                       ", ".join(names), culprit_names, load, cpus, why)})
+                if why.startswith("every culprit"):
+                    self.movable = (cut[0][1]["key"], "victims wait with every culprit at its floor while the "
+                                    "pool's load fits")
+                return
         for _excess, vm, want, ent in cut:
             if vm["key"] not in targets:
                 if vm["key"] not in self.claimed:
@@ -945,9 +1040,16 @@ class Cycle(object):
                                        % (want, ent, _why_not_cut(vm, want, params))})
                 continue
             target = targets[vm["key"]]
-            above = "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
-            reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: capped to %.2f CPUs"
-                      % (", ".join(names), vm["name"], want, above, target))
+            above = self._above(vm, want, ent)
+            if vm["key"] in stepped and vm["cap"] is not None:
+                how = "victims still wait with it capped at %.2f: cap cut by %d %% to %.2f CPUs" % (
+                    vm["cap"], int(round(100 * (1.0 - target / min(vm["cap"], want)))), target)
+            elif vm["key"] in stepped:
+                how = "victims wait although the pool's load (%.2f of %g CPUs) fits: capped to %.2f CPUs" % (
+                    load, cpus, target)
+            else:
+                how = "capped to %.2f CPUs" % target
+            reason = "%s wait for CPU; %s wants %.2f CPUs, %s: %s" % (", ".join(names), vm["name"], want, above, how)
             vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
                               entitled_cpus=round(ent, 3), floor_cpus=round(floor_of(vm, params), 3))
             self._propose("throttle", host, vm, target, "contain", reason, vm_signals,
@@ -958,6 +1060,35 @@ class Cycle(object):
             _excess, vm, want, _ent = cut[0]
             self.movable = (vm["key"], "victims wait with every culprit at its floor: %.2f CPUs of contention remain "
                             "on its host" % need)
+
+    def _above(self, vm, want, ent):
+        """Why a culprit is one, in words: its usual demand or its entitlement."""
+        usual = self.surging.get(vm["key"])
+        if usual is not None:
+            return "%.1fx its usual demand of %.2f" % (want / usual, usual) if usual else \
+                "where it usually wants nothing"
+        return "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
+
+    def _steps(self, cut, idle, cpus):
+        """{VM key: cap} of the stepwise quota (stepped_cap) for the cut's
+        culprits not acted on this cycle; the steps together leave at most
+        idle_guard_share of the pool idle, the line under which a cut is
+        allowed at all."""
+        params = self.params
+        targets = {}
+        if not params["quota_cut_share"]:
+            return targets
+        budget = params["idle_guard_share"] * cpus - idle
+        for _excess, vm, want, ent in cut:
+            target = stepped_cap(vm, want, ent, params) if vm["key"] not in self.claimed else None
+            if target is None:
+                continue
+            current = min(want, vm["cap"]) if vm["cap"] is not None else want
+            target = max(target, current - budget)
+            if current - target >= params["min_change_cpus"]:
+                budget -= current - target
+                targets[vm["key"]] = target
+        return targets
 
     def _placement(self, host, vms, states):
         """Counts, in the VM's state, the cycles in a row this host would have
@@ -1025,7 +1156,7 @@ class Cycle(object):
                                    "note": "CPU weight not demoted (%s): the quota rung instead" % why})
                 quota.append(item)
                 continue
-            above = "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
+            above = self._above(vm, want, ent)
             reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: CPU weight demoted from %g to %d (with every VM "
                       "busy it still gets its floor of %.2f CPUs)" % (", ".join(names), vm["name"], want, above,
                                                                       vm["weight"], weight, floor))
@@ -1042,8 +1173,9 @@ class Cycle(object):
         idle CPU, so it stays as long as the VM is one)."""
         params = self.params
         want = wanted(vm)
+        usual = trusted_usual(state, self.now, params)
         released = (state.get("released", "") + (
-            "0" if is_culprit(vm, want, ents[vm["key"]], params) else "1"))[-params["trigger_m"]:]
+            "0" if is_culprit(vm, want, ents[vm["key"]], params, usual) else "1"))[-params["trigger_m"]:]
         state["released"] = released
         if vm["key"] in self.claimed or released.count("1") < params["trigger_n"]:
             return
@@ -1073,7 +1205,7 @@ class Cycle(object):
                 continue
             want = wanted(vm)
             ents = ents or entitlements(host, vms, states)
-            culprit = is_culprit(vm, want, ents[vm["key"]], params)
+            culprit = is_culprit(vm, want, ents[vm["key"]], params, trusted_usual(state, now, params))
             # A dip under the culprit thresholds is no release while the VM
             # still presses its cap and wants more than its entitlement.
             lingering = want >= params["busy_share"] * vm["cap"] and \

@@ -89,7 +89,8 @@ def simulate(trace, policies=None, params=None, plot_points=PLOT_POINTS):
                      for key, (vcpus, dedicated, weight) in zip(keys, host_specs)]
                 used, steal, contention = model.run(run_specs, demands, caps, weighted_queue=weighted[host])
                 run.metrics.interval_of_host(host, index, keys, host_specs, demands, used, contention, caps,
-                                             [run.rules.get(key) for key in keys], model.cpus)
+                                             [run.rules.get(key) for key in keys], model.cpus,
+                                             [key in run.weights for key in keys] if run.weights else None)
                 views = run.views_index
                 for offset, key in enumerate(keys):
                     view = views[key]

@@ -128,6 +128,8 @@ def verdict_lines(simulation):
     if not verdict:
         return []
     lines = []
+    if verdict.get("victim_wait_reduction") is not None:
+        lines.append("victims' wait reduction against no control: %.1f %%" % (100 * verdict["victim_wait_reduction"]))
     for name, judged in sorted(verdict["targets"].items()):
         met = {True: "met", False: "NOT MET", None: "n/a (nothing to measure on these traces)"}[judged["met"]]
         lines.append("%s = %s (target %s): %s" % (name, _cell(judged["value"]), judged["target"], met))

@@ -7,9 +7,10 @@ seed give the same trace, byte for byte.
 Demand is a VM's level times a daily curve (where a scenario has one) times
 slow noise (an AR(1) process: load drifts, it does not jump every 10 s),
 clipped to the VM's vCPUs. In the small scenarios a noisy neighbour wants
-nearly all its vCPUs while it is noisy and is marked as the ground-truth
-culprit for those intervals only; in the fleet the ground truth comes from
-each VM's own history (label_culprits_by_history)."""
+a level drawn between 60 % and all of its vCPUs while it is noisy (on either
+side of the policy's flat-out line, never placed at it) and is marked as
+the ground-truth culprit for those intervals only; in the fleet the ground
+truth comes from each VM's own history (label_culprits_by_history)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -67,6 +68,11 @@ class Builder(object):
         for number in range(1, count + 1):
             self.vm(host, "%s-%d" % (prefix, number), "shared", vcpus, level, sigma=sigma)
 
+    def noisy_level(self, vcpus):
+        """What a noisy neighbour of `vcpus` wants: drawn from 60 % to all of
+        its vCPUs, as the fleet's are."""
+        return self.rng.uniform(0.6, 1.0) * vcpus
+
     def burst(self, key, start, end, level, culprit=True):
         """From `start` to `end` seconds the VM wants `level` CPUs (with a
         little noise); a culprit in the ground truth when `culprit`."""
@@ -106,7 +112,7 @@ def noisy_neighbour(seed):
     want their CPU, for an hour; the neighbour is noisy from minute 10 to 40."""
     build = Builder("noisy_neighbour", seed, {"hv-1": 8}, HOUR)
     culprit = build.vm("hv-1", "batch-1", "shared", 8, 0.2)
-    build.burst(culprit, 600, 2400, 7.8)
+    build.burst(culprit, 600, 2400, build.noisy_level(8))
     build.vms("hv-1", "web", 3, 2, 1.5)
     build.vms("hv-1", "idle", 6, 2, 0.05, sigma=0.2)
     return build.trace
@@ -121,7 +127,7 @@ def several_culprits(seed):
         for number in range(1, 3):
             key = build.vm(host, "batch-%d" % number, "shared", 8, 0.3)
             start = build.rng.uniform(300, 2400)
-            build.burst(key, start, start + build.rng.uniform(1800, 3600), 7.6)
+            build.burst(key, start, start + build.rng.uniform(1800, 3600), build.noisy_level(8))
         for number in range(1, 5):
             build.vm(host, "app-%d" % number, "shared", 4, build.rng.uniform(2.2, 2.8))
         build.vms(host, "idle", 4, 2, 0.1, sigma=0.2)
@@ -133,9 +139,9 @@ def role_swap(seed):
     noisy itself: the roles swap at minute 45."""
     build = Builder("role_swap", seed, {"hv-1": 8}, 90 * 60)
     first = build.vm("hv-1", "etl-1", "shared", 8, 0.2)
-    build.burst(first, 600, 2700, 7.8)
+    build.burst(first, 600, 2700, build.noisy_level(8))
     second = build.vm("hv-1", "db-1", "shared", 8, 1.4)
-    build.burst(second, 2700, 4800, 7.8)
+    build.burst(second, 2700, 4800, build.noisy_level(8))
     build.vms("hv-1", "web", 3, 2, 1.5)
     build.vms("hv-1", "idle", 3, 2, 0.05, sigma=0.2)
     return build.trace
@@ -179,7 +185,7 @@ def dedicated_full_load(seed):
     build = Builder("dedicated_full_load", seed, {"hv-1": 16}, HOUR)
     build.vm("hv-1", "rt-1", "dedicated", 8, 5.5, sigma=0.3)
     culprit = build.vm("hv-1", "batch-1", "shared", 8, 0.2)
-    build.burst(culprit, 600, 2700, 7.8)
+    build.burst(culprit, 600, 2700, build.noisy_level(8))
     build.vms("hv-1", "web", 4, 2, 1.5)
     return build.trace
 

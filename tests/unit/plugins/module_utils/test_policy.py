@@ -114,9 +114,70 @@ def test_bad_vm_input_is_refused_naming_the_field(entry, field):
 
 # -------------------------------------------------------------- contain
 
-def test_a_calm_host_gets_no_action_and_keeps_no_state():
-    plan = decide([host()], [vm("web-1", 1.0), vm("web-2", 0.5)])
-    assert plan["actions"] == [] and plan["state"]["vms"] == {}
+def test_a_calm_host_gets_no_action_and_keeps_only_the_usual_demand_of_its_busy_vms():
+    plan = decide([host()], [vm("web-1", 1.0), vm("web-2", 0.5), vm("idle-1", 0.02)])
+    assert plan["actions"] == []
+    assert plan["state"]["vms"] == {"hv-1/web-1": {"usual": 1.0, "usual_at": NOW, "usual_since": NOW},
+                                    "hv-1/web-2": {"usual": 0.5, "usual_at": NOW, "usual_since": NOW}}
+    # Without a usual demand to follow, a calm host keeps no state at all.
+    assert decide([host()], [vm("web-1", 1.0), vm("web-2", 0.5)], usual_hours=0)["state"]["vms"] == {}
+    # The next calm cycle stores nothing new: the usual demand moved less than its step.
+    again = decide([host()], carry([vm("web-1", 1.0), vm("web-2", 0.52)], plan), now=NOW + 10)
+    assert again["state"]["vms"] == {}
+
+
+# -------------------------------------------------------------- usual demand
+
+def test_the_usual_demand_follows_slowly_and_is_stored_only_when_it_moves_a_step():
+    state = {}
+    policy.follow_usual(state, 1.0, NOW, 6.0)
+    assert state == {"usual": 1.0, "usual_at": NOW, "usual_since": NOW}
+    policy.follow_usual(state, 4.0, NOW + 10, 6.0)
+    assert state["usual_at"] == NOW, state  # 3 CPUs more for 10 s of 6 h: under a step
+    policy.follow_usual(state, 4.0, NOW + 3600, 6.0)
+    # 1 - e^(-1/6) of the way to 4.0: 1.46, kept to 0.05.
+    assert state == {"usual": 1.45, "usual_at": NOW + 3600, "usual_since": NOW}
+    params = policy.parameters()
+    assert policy.trusted_usual(state, NOW + 300, params) is None
+    assert policy.trusted_usual(state, NOW + 600, params) == 1.45
+    assert policy.trusted_usual(state, NOW + 600, dict(params, usual_hours=0)) is None
+
+
+def surge_host(batch_state):
+    """8 CPUs: a batch VM usually at 0.5 CPU wants 5 of its 8 vCPUs (under 3x
+    its entitlement of 3.2, under 90 % of its vCPUs: no culprit by fair
+    shares), three web VMs want 1.5 each and wait in the queue."""
+    vms = [vm("batch-1", 4.4, 0.6, vcpus=8, state=batch_state)]
+    vms += [vm("web-%d" % n, 1.2, 0.3, state={"hist": "11"}) for n in range(1, 4)]
+    vms += [vm("idle-%d" % n, 0.05) for n in range(1, 7)]
+    return vms
+
+
+def test_a_vm_at_twice_its_usual_demand_is_a_culprit_while_victims_wait_even_under_its_fair_share():
+    usual = {"usual": 0.5, "usual_at": NOW - 60, "usual_since": NOW - 3600}
+    plan = decide([host(cpus=8)], surge_host(usual), weight_cycles=0)
+    (action,) = [a for a in plan["actions"] if a["vm"] == "batch-1"]
+    assert action["action"] == "throttle" and "10.0x its usual demand of 0.50" in action["reason"], action
+    # Cut by the need alone (9.8 CPUs wanted on 8 less 2 % headroom: 1.96),
+    # above its bound (its floor of 2, over twice its usual 0.5).
+    assert action["cpus"] == pytest.approx(3.04)
+    # Without a trusted usual demand (followed for under 10 minutes) it is no culprit.
+    young = dict(usual, usual_since=NOW - 60)
+    assert [a for a in decide([host(cpus=8)], surge_host(young), weight_cycles=0)["actions"]
+            if a["vm"] == "batch-1"] == []
+
+
+def test_a_vm_flat_out_at_its_usual_level_is_not_punished_for_being_busy():
+    """7.6 of 8 vCPUs is flat out by culprit_busy_share; a VM that usually
+    wants 7 is at its usual level and no culprit (it gets its share by the
+    scheduler); one that usually wants 2 is."""
+    def busy(usual):
+        vms = [vm("batch-1", 4.0, 3.6, vcpus=8, state={"usual": usual, "usual_at": NOW - 60,
+                                                       "usual_since": NOW - 3600})]
+        vms += [vm("web-%d" % n, 1.2, 0.3, state={"hist": "11"}) for n in range(1, 4)]
+        return vms
+    assert [a["vm"] for a in decide([host(cpus=8)], busy(7.0), weight_cycles=0)["actions"]] == []
+    assert [a["vm"] for a in decide([host(cpus=8)], busy(2.0), weight_cycles=0)["actions"]] == ["batch-1"]
 
 
 def test_one_cycle_of_mild_steal_is_not_enough_two_of_three_are():
@@ -203,17 +264,53 @@ def lab_cycle(weights=None, states=None):
     return [dict(host(cpus=2), cpus_used=1.97)], vms
 
 
-def test_a_victim_waiting_behind_a_culprit_while_the_load_fits_gets_no_cap_and_a_note_saying_why():
-    """With no CPU weights read, the weight rung cannot run and the quota
-    rung frees nothing: nothing is throttled, and the plan says why."""
+def test_a_victim_waiting_while_the_load_fits_gets_a_stepped_cap_that_leaves_no_more_idle_than_the_guard():
+    """With no CPU weights read the weight rung cannot run, and the fluid
+    need is nil: the light guest's wait is latency behind the spinner. The
+    quota rung steps in anyway, towards the spinner's fair bound (0.67 CPU)
+    but no further than leaves idle_guard_share of the pool idle (0.2 of 2
+    CPUs, 0.03 idle now: 0.83 CPU). With quota_cut_share 0 nothing is
+    throttled, and the plan says why."""
     hosts, vms = lab_cycle()
     plan = decide(hosts, vms)
-    assert plan["actions"] == []
-    notes = [n["note"] for n in plan["notes"] if n["rule"] == "contain"]
-    assert len(notes) == 2, plan["notes"]
-    assert "CPU weight not demoted (the CPU weight of spinner, light, other was not read)" in notes[0]
-    assert "light wait for CPU beside culprits (spinner), but the pool's load (1.97 of 2 CPUs" in notes[1]
-    assert "under min_change_cpus (0.05)" in notes[1] and "nothing throttled" in notes[1]
+    (action,) = plan["actions"]
+    assert (action["action"], action["vm"], action["cpus"]) == ("throttle", "spinner", pytest.approx(0.83, abs=0.001))
+    assert "victims wait although the pool's load (1.97 of 2 CPUs) fits: capped to 0.83 CPUs" in action["reason"]
+    assert any("CPU weight not demoted (the CPU weight of spinner, light, other was not read)" in n["note"]
+               for n in plan["notes"]), plan["notes"]
+    off = decide(hosts, vms, quota_cut_share=0)
+    assert off["actions"] == []
+    (note,) = [n["note"] for n in off["notes"] if n["object"] == "hv-1" and n["rule"] == "contain"]
+    assert "light wait for CPU beside culprits (spinner) while the pool's load (1.97 of 2 CPUs less headroom) fits: " \
+        "quota_cut_share is 0, a cap answers only the fluid need; nothing throttled" in note, note
+
+
+def test_a_capped_culprit_is_cut_by_quota_cut_share_while_victims_still_wait_never_under_its_floor():
+    """The lab's cycle with the spinner already capped to 0.8 CPU and the
+    light guest still waiting: the cap is cut by a quarter (0.6), never
+    under the floor, no deeper than leaves idle_guard_share of the pool idle,
+    and not at all in a cycle where no victim waits."""
+    hosts, vms = lab_cycle(states={"spinner": {"cap": 0.8, "rule": "contain", "capped_at": NOW - 10,
+                                               "changed_at": NOW - 10, "direction": "tighten"}})
+    vms[0].update(cap_cpus=0.8, usage={"cpus_used": 0.8, "steal_cpus": 0.2})
+    full = [dict(hosts[0], cpus_used=2.0)]
+    (action,) = decide(full, vms)["actions"]
+    assert action["cpus"] == pytest.approx(0.6), action
+    assert "still wait with it capped at 0.80: cap cut by 25 % to 0.60 CPUs" in action["reason"], action["reason"]
+    # 0.1 CPU idle already: the step stops at 0.2 idle.
+    (action,) = decide([dict(hosts[0], cpus_used=1.9)], vms)["actions"]
+    assert action["cpus"] == pytest.approx(0.7) and "cap cut by 12 % to 0.70 CPUs" in action["reason"], action
+    near_guard = decide([dict(hosts[0], cpus_used=1.82)], vms)
+    assert near_guard["actions"] == [] and any("0.18 CPUs of the pool are idle already, near the idle guard's 0.20"
+                                               in n["note"] for n in near_guard["notes"]), near_guard["notes"]
+    at_floor = [dict(vms[0], floor_cpus=0.75)] + vms[1:]
+    (action,) = decide(full, at_floor)["actions"]
+    assert action["cpus"] == pytest.approx(0.75)
+    at_its_floor = decide(full, [dict(vms[0], floor_cpus=0.8)] + vms[1:])
+    assert at_its_floor["actions"] == []
+    assert any("every culprit is at its floor or braked this cycle" in n["note"] for n in at_its_floor["notes"])
+    quiet = [vms[0], dict(vms[1], usage={"cpus_used": 0.3, "steal_cpus": 0.0}), vms[2]]
+    assert decide(full, quiet)["actions"] == []
 
 
 # -------------------------------------------------------------- the weight rung
@@ -310,7 +407,8 @@ def test_a_demotion_that_would_break_the_floor_is_skipped_for_the_quota_rung():
     hosts, vms = lab_cycle(weights={"spinner": 1024, "light": 1024, "other": 1024})
     vms[0]["floor_cpus"] = 0.9
     plan = decide(hosts, vms)
-    assert plan["actions"] == []
+    # The quota rung instead: capped to its floor.
+    assert [(a["action"], a["vm"], a["cpus"]) for a in plan["actions"]] == [("throttle", "spinner", 0.9)]
     assert any("no weight under 512 keeps its floor of 0.90 CPUs" in n["note"] for n in plan["notes"]), plan["notes"]
 
 
@@ -734,7 +832,8 @@ def test_a_cap_changed_by_someone_else_is_dropped_from_the_state_and_not_relaxed
     entry["cap_cpus"] = 1.0  # someone throttled harder by hand
     plan = decide([host()], [entry] + quiet_others())
     assert plan["actions"] == []
-    assert plan["state"]["vms"]["hv-1/batch-1"] == {"foreign": True}
+    assert dict((k, v) for k, v in plan["state"]["vms"]["hv-1/batch-1"].items() if not k.startswith("usual")) \
+        == {"foreign": True}
     assert plan["notes"][0]["rule"] == "foreign_change"
 
 
