@@ -101,9 +101,9 @@ def calibrated_light(client, conn, disk_dir, domain_type, seconds, settle, passe
     timer, timer_used = used_by(1)
     stop(timer)
     loops = lab_guests.duty_loops(LEVEL, probe_used, timer_used)
-    for _pass in range(passes):
+    for number in range(passes):
         light, used = used_by(loops)
-        if abs(used - LEVEL) <= 0.2 * LEVEL:
+        if abs(used - LEVEL) <= 0.2 * LEVEL or number == passes - 1:
             break
         stop(light)
         factor = min(5.0, max(0.2, (LEVEL - timer_used) / max(used - timer_used, 1e-3)))

@@ -164,6 +164,8 @@ def parameters(given=None):
     """The policy's parameters: defaults overridden by `given`, validated.
     Raises ValueRangeError naming the parameter."""
     given = given or {}
+    if not isinstance(given, dict):
+        raise ValueRangeError("policy", given, "a mapping of parameter names to values")
     unknown = sorted(set(given) - set(PARAMETERS))
     if unknown:
         raise ValueRangeError("policy.%s" % unknown[0], given[unknown[0]], "one of %s" % ", ".join(sorted(PARAMETERS)))
@@ -342,6 +344,8 @@ def vm_view(vm, index=0):
     return {
         "key": vm_key(dict(vm, platform=platform)), "platform": platform, "name": vm["name"], "host": vm["host"],
         "class": cls, "vcpus": vcpus, "used": used or 0.0, "steal": steal, "cap": cap,
+        # No reading of its usage (a shut-off or unsampled VM): no demand to learn from.
+        "usage_known": used is not None,
         "pressure": _checked_number(field + ".pressure", pressure),
         "state": _state(vm.get("policy"), field + ".policy"),
         "floor": _checked_number(field + ".floor_cpus", vm.get("floor_cpus")),
@@ -422,8 +426,8 @@ def waits(vm, params, ratio, base=0.0):
 def surges(want, usual, params):
     """Whether a VM wanting `want` CPUs is at surge_ratio times its usual
     demand `usual` (None: not known yet) and culprit_min_excess_cpus above it."""
-    return usual is not None and want >= params["surge_ratio"] * usual and \
-        want - usual >= params["culprit_min_excess_cpus"]
+    return usual is not None and want >= IDLE_CPUS and want > usual and want >= params["surge_ratio"] * usual \
+        and want - usual >= params["culprit_min_excess_cpus"]
 
 
 def is_culprit(vm, want, ent, params, usual=None):
@@ -600,7 +604,7 @@ def stepped_cap(vm, want, ent, params):
     else:
         current = min(vm["cap"], want)
         target = max(floor, current * (1.0 - params["quota_cut_share"]))
-    if current - target < params["min_change_cpus"] or target >= vm["vcpus"]:
+    if current - target < max(params["min_change_cpus"], 1e-6) or target >= vm["vcpus"]:
         return None
     return target
 
@@ -700,7 +704,7 @@ class Cycle(object):
                     and (not params["usual_hours"] or vm["class"] == DEDICATED or wanted(vm) < IDLE_CPUS):
                 states[vm["key"]] = {}
                 continue
-            state = states[vm["key"]] = self._carry_state(vm, calm_before)
+            state = states[vm["key"]] = self._carry_state(vm, calm_before, host.get("paused"))
             stateful = stateful or bool(state) or vm["class"] == BURSTABLE
         self.demoted = set(vm["key"] for vm in vms if _weight_in_force(vm, states[vm["key"]]))
         if self.demoted:
@@ -740,7 +744,7 @@ class Cycle(object):
             if states[vm["key"]] != vm["state"]:
                 self.vm_states[vm["key"]] = states[vm["key"]] or None
 
-    def _carry_state(self, vm, calm_before):
+    def _carry_state(self, vm, calm_before, host_paused=False):
         """The VM's state with this cycle's trigger bit, its quiet baseline
         followed where the host was calm (no VM waited in the trigger
         history, no brake in force), and without a cap record someone else's
@@ -774,7 +778,10 @@ class Cycle(object):
                 state["base"] = round(base, 2)
             else:
                 state.pop("base", None)
-        if params["usual_hours"] and vm["class"] != DEDICATED and ("usual" in state or wanted(vm) >= IDLE_CPUS):
+        # The kill switch leaves the object as it is: no usual demand is
+        # learnt on a paused VM or host either.
+        if params["usual_hours"] and vm["class"] != DEDICATED and vm.get("usage_known", True) \
+                and not vm["paused"] and not host_paused and ("usual" in state or wanted(vm) >= IDLE_CPUS):
             follow_usual(state, wanted(vm), self.now, params["usual_hours"])
         history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
         if "1" in history:
@@ -959,7 +966,7 @@ class Cycle(object):
                 if surges(want, usual, params):
                     # Judged by its own history: its fair bound is what it
                     # may want without surging, if that is under its due.
-                    self.surging[vm["key"]] = usual
+                    self.surging[vm["key"]] = (usual, ent)
                     ent = min(ent, params["surge_ratio"] * usual)
                 candidates.append((want - ent, vm, want, ent))
         candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
@@ -1022,8 +1029,11 @@ class Cycle(object):
                 elif idle + params["min_change_cpus"] > params["idle_guard_share"] * cpus:
                     why = "%.2f CPUs of the pool are idle already, near the idle guard's %.2f" % (
                         idle, params["idle_guard_share"] * cpus)
-                else:
+                elif all(min(want, vm["cap"] if vm["cap"] is not None else want) - floor_of(vm, params)
+                         < params["min_change_cpus"] for _excess, vm, want, _ent in cut if vm["key"] not in self.claimed):
                     why = "every culprit is at its floor or braked this cycle"
+                else:
+                    why = "no culprit's step changes its cap by min_change_cpus (%g)" % params["min_change_cpus"]
                 self.notes.append({"object": host["name"], "rule": "contain",
                                    "note": "%s wait for CPU beside culprits (%s) while the pool's load (%.2f of %g "
                                    "CPUs less headroom) fits: %s; nothing throttled" % (
@@ -1043,7 +1053,7 @@ class Cycle(object):
             above = self._above(vm, want, ent)
             if vm["key"] in stepped and vm["cap"] is not None:
                 how = "victims still wait with it capped at %.2f: cap cut by %d %% to %.2f CPUs" % (
-                    vm["cap"], int(round(100 * (1.0 - target / min(vm["cap"], want)))), target)
+                    vm["cap"], int(round(100 * (1.0 - target / vm["cap"]))), target)
             elif vm["key"] in stepped:
                 how = "victims wait although the pool's load (%.2f of %g CPUs) fits: capped to %.2f CPUs" % (
                     load, cpus, target)
@@ -1052,6 +1062,9 @@ class Cycle(object):
             reason = "%s wait for CPU; %s wants %.2f CPUs, %s: %s" % (", ".join(names), vm["name"], want, above, how)
             vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
                               entitled_cpus=round(ent, 3), floor_cpus=round(floor_of(vm, params), 3))
+            if vm["key"] in self.surging:
+                usual, entitled = self.surging[vm["key"]]
+                vm_signals.update(entitled_cpus=round(entitled, 3), usual_cpus=usual, surge_bound_cpus=round(ent, 3))
             self._propose("throttle", host, vm, target, "contain", reason, vm_signals,
                           state=self._capped(states[vm["key"]], target, "contain"), priority=want - ent)
         if need >= params["min_change_cpus"]:
@@ -1063,8 +1076,8 @@ class Cycle(object):
 
     def _above(self, vm, want, ent):
         """Why a culprit is one, in words: its usual demand or its entitlement."""
-        usual = self.surging.get(vm["key"])
-        if usual is not None:
+        if vm["key"] in self.surging:
+            usual = self.surging[vm["key"]][0]
             return "%.1fx its usual demand of %.2f" % (want / usual, usual) if usual else \
                 "where it usually wants nothing"
         return "%.1fx its entitlement of %.2f" % (want / ent, ent) if ent else "with no entitlement under contention"
@@ -1085,7 +1098,7 @@ class Cycle(object):
                 continue
             current = min(want, vm["cap"]) if vm["cap"] is not None else want
             target = max(target, current - budget)
-            if current - target >= params["min_change_cpus"]:
+            if current - target >= max(params["min_change_cpus"], 1e-6):
                 budget -= current - target
                 targets[vm["key"]] = target
         return targets
@@ -1173,9 +1186,8 @@ class Cycle(object):
         idle CPU, so it stays as long as the VM is one)."""
         params = self.params
         want = wanted(vm)
-        usual = trusted_usual(state, self.now, params)
-        released = (state.get("released", "") + (
-            "0" if is_culprit(vm, want, ents[vm["key"]], params, usual) else "1"))[-params["trigger_m"]:]
+        released = (state.get("released", "") + ("0" if is_culprit(
+            vm, want, ents[vm["key"]], params, trusted_usual(state, self.now, params)) else "1"))[-params["trigger_m"]:]
         state["released"] = released
         if vm["key"] in self.claimed or released.count("1") < params["trigger_n"]:
             return

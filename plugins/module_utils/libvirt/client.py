@@ -158,9 +158,13 @@ class LibvirtClient(object):
         return sorted(allowed)
 
     def host_cpu_count(self):
-        """How many CPUs the host has (ids 0..n-1), read once per connection."""
+        """How many CPUs the host has (ids 0..n-1), read once per connection;
+        None when the host cannot say (a pin then counts as a pin)."""
         if self._host_cpus is None:
-            self._host_cpus = _wrap(self.conn.getCPUMap)[0]
+            try:
+                self._host_cpus = _wrap(self.conn.getCPUMap)[0]
+            except LibvirtClientError:
+                return None
         return self._host_cpus
 
     def cgroup_version(self):

@@ -44,7 +44,7 @@ class Run(object):
             view = {"key": key, "name": vm["name"], "host": vm["host"], "class": vm["class"],
                     "vcpus": float(vm["vcpus"]), "used": 0.0, "steal": 0.0, "cap": None, "pressure": None,
                     "state": {}, "floor": None, "baseline": vm["baseline_cpus"], "entitled": None,
-                    "credits": None, "paused": False, "weight": vm.get("weight")}
+                    "credits": None, "paused": False, "weight": vm.get("weight"), "usage_known": True}
             self.views.append(view)
             self.views_by_host[vm["host"]].append(view)
         self.views_index = dict((view["key"], view) for view in self.views)

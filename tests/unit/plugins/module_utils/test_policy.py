@@ -1074,3 +1074,29 @@ def test_docs_explain_every_parameter_and_metric():
     names = list(policy.PARAMETERS) + [name for name in metrics.METRICS if not name.startswith("containment_")]
     assert [name for name in names if "`%s`" % name not in text] == []
     assert "`containment_p50/p95/p99_intervals`" in text
+
+
+def test_a_vm_whose_usage_was_not_read_learns_no_usual_demand():
+    entry = vm("web-1", None, None, state={"usual": 1.0, "usual_at": NOW - 7200, "usual_since": NOW - 7200})
+    entry["usage"] = {}
+    plan = decide([host()], [entry, vm("web-2", 0.5)])
+    assert "hv-1/web-1" not in plan["state"]["vms"], plan["state"]["vms"]
+
+
+def test_an_idle_vm_does_not_surge_on_nothing():
+    params = policy.parameters({"culprit_min_excess_cpus": 0})
+    assert not policy.surges(0.0, 0.0, params) and not policy.surges(0.03, 0.0, params)
+    assert policy.surges(0.5, 0.0, params)
+
+
+@pytest.mark.parametrize("given", [[1], "x", 3])
+def test_policy_parameters_that_are_no_mapping_are_refused_naming_the_field(given):
+    with pytest.raises(ValueRangeError) as error:
+        policy.parameters(given)
+    assert error.value.field == "policy"
+
+
+def test_the_kill_switch_keeps_even_the_usual_demand_off_the_object():
+    busy = [vm("web-1", 1.0, paused=True), vm("web-2", 0.5)]
+    assert list(decide([host()], busy)["state"]["vms"]) == ["hv-1/web-2"]
+    assert decide([dict(host(), paused=True)], busy)["state"]["vms"] == {}
