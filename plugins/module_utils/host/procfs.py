@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import cpulist
 from ansible_collections.overcommit.control.plugins.module_utils.host import pressure
 
 # Where libvirt and machined put VMs, under the cgroup root (v1: below the
@@ -20,13 +21,7 @@ V1_CPU_MOUNTS = ("cpu,cpuacct", "cpu", "cpuacct,cpu")
 
 def cpu_list(text):
     """CPU ids of a kernel CPU list ("0-3,8,10-11")."""
-    cpus = []
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        low, _sep, high = part.strip().partition("-")
-        cpus.extend(range(int(low), int(high or low) + 1))
-    return cpus
+    return cpulist.cpu_ids(text)
 
 
 class ProcFS(object):

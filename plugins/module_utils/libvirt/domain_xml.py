@@ -34,6 +34,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import cpulist
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
@@ -64,22 +65,6 @@ class RecordError(ValueRangeError):
                      "--remove --config, and --live while it runs)" % (field, value, allowed, THROTTLE_NAMESPACE),)
 
 
-def cpuset_ids(text):
-    """CPU ids of a libvirt cpuset ("0-3,^2,8"); None when it cannot be read."""
-    ids, excluded = set(), set()
-    try:
-        for part in (text or "").split(","):
-            part = part.strip()
-            if not part:
-                continue
-            into = excluded if part.startswith("^") else ids
-            low, _sep, high = part.lstrip("^").partition("-")
-            into.update(range(int(low), int(high or low) + 1))
-    except ValueError:
-        return None
-    return ids - excluded
-
-
 def pins(cputune, host_cpus=None):
     """Whether a <cputune> pins a vCPU: a <vcpupin> that leaves out some of
     the host's CPUs. Pinned to all of them (what `virsh vcpupin` leaves after
@@ -89,8 +74,11 @@ def pins(cputune, host_cpus=None):
         return False
     every = set(range(host_cpus)) if host_cpus else None
     for pin in cputune.findall("vcpupin"):
-        ids = cpuset_ids(pin.get("cpuset"))
-        if every is None or ids is None or not every <= ids:
+        try:
+            ids = set(cpulist.cpu_ids(pin.get("cpuset")))
+        except ValueError:
+            return True
+        if every is None or not every <= ids:
             return True
     return False
 
