@@ -116,6 +116,8 @@ class Metrics(object):
         withheld_contention = 0.0
         steal_here = 0.0
         demand_here = 0.0
+        # For recall: the shared pool, what its VMs want, and its culprits.
+        pool_here, shared_wanted, culprits_here = float(cpus), 0.0, []
         for position in range(len(keys)):
             key = keys[position]
             is_culprit = culprit_flags[key][index] == 1
@@ -124,6 +126,12 @@ class Metrics(object):
             vcpus = specs[position][0]
             want = demands[position] if demands[position] < vcpus else vcpus
             demand_here += want
+            if specs[position][1]:
+                pool_here -= vcpus
+            else:
+                shared_wanted += want
+                if is_culprit and demands[position] > 0:
+                    culprits_here.append(position)
             cap = caps[position]
             held = 0.0
             if cap is not None:
@@ -147,8 +155,12 @@ class Metrics(object):
                 delay += held
             if delay > 0 and is_victim(delay, want):
                 waiting = True
-        if ground_truth:
-            self._recall(index, keys, specs, demands, caps, rules, cpus, weighted)
+        if ground_truth and culprits_here and shared_wanted > pool_here:
+            for position in culprits_here:
+                self.culprit_contended += 1
+                capped = caps[position] is not None and rules[position] not in PRODUCT_RULES
+                if capped or (weighted is not None and weighted[position]):
+                    self.culprit_braked += 1
         if not culprit_active:
             # Overload with no culprit: reported apart, not charged to containment.
             self.overload_steal += steal_here * self.interval
@@ -173,24 +185,6 @@ class Metrics(object):
             self.capacity_throttled += pool * self.interval
             if idle > 0 and withheld_contention > 0:
                 self.idle_withheld += min(idle, withheld_contention) * self.interval
-
-    def _recall(self, index, keys, specs, demands, caps, rules, cpus, weighted):
-        pool, wanted, culprits = float(cpus), 0.0, []
-        for position in range(len(keys)):
-            vcpus, dedicated = specs[position][0], specs[position][1]
-            if dedicated:
-                pool -= vcpus
-                continue
-            wanted += min(demands[position], vcpus)
-            if self.trace.culprit[keys[position]][index] == 1 and demands[position] > 0:
-                culprits.append(position)
-        if not culprits or wanted <= pool:
-            return
-        for position in culprits:
-            self.culprit_contended += 1
-            capped = caps[position] is not None and rules[position] not in PRODUCT_RULES
-            if capped or (weighted is not None and weighted[position]):
-                self.culprit_braked += 1
 
     def action(self, kind, key, rule, vm_class):
         self.actions[kind] = self.actions.get(kind, 0) + 1
