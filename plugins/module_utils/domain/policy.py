@@ -386,29 +386,37 @@ BASE_STEP = 0.01
 # is at its usual level.
 USUAL_STEP = 0.05
 USUAL_TRUST_SECONDS = 600
+USUAL_SAMPLE_SECONDS = 3600
 BUSY_AS_USUAL = 1.25
 
 
-def follow_usual(state, want, now, hours):
+def follow_usual(state, want, now, hours, surge_ratio):
     """The state's usual demand moved towards `want`, as an exponential
-    average over `hours` of the time since it last moved; stored only when
-    it moves by USUAL_STEP (a lazy average: a cycle that moves it less
-    leaves the state as it was)."""
+    average over `hours`; stored only when it moves by USUAL_STEP (a lazy
+    average: a cycle that moves it less leaves the state as it was). Since
+    the time since it last moved stands for cycles that did not move it,
+    one sample counts for at most USUAL_SAMPLE_SECONDS and is first brought
+    within surge_ratio of the usual demand: a VM steady for hours that
+    turns noisy is not taken for one whose usual level that is."""
     usual, at = state.get("usual"), state.get("usual_at")
     if usual is None or at is None:
         state.update(usual=round(round(want / USUAL_STEP) * USUAL_STEP, 2), usual_at=now, usual_since=now)
         return
-    share = 1.0 - math.exp(-max(0.0, now - at) / (hours * 3600.0))
-    moved = round(round((usual + share * (want - usual)) / USUAL_STEP) * USUAL_STEP, 2)
+    sample = min(want, max(surge_ratio * usual, USUAL_STEP)) if want > usual else max(want, usual / surge_ratio)
+    share = 1.0 - math.exp(-min(max(0.0, now - at), USUAL_SAMPLE_SECONDS) / (hours * 3600.0))
+    moved = round(round((usual + share * (sample - usual)) / USUAL_STEP) * USUAL_STEP, 2)
     if moved != usual:
         state.update(usual=moved, usual_at=now)
 
 
-def trusted_usual(state, now, params):
-    """The usual demand in the state once followed long enough, else None."""
+def trusted_usual(state, now, params, settled=False):
+    """The usual demand in the state once followed long enough (settled:
+    for usual_hours, as the flat-out exemption needs, since a VM already
+    flat out when first seen starts its usual demand there), else None."""
     hours = params["usual_hours"]
     since = state.get("usual_since")
-    if not hours or since is None or now - since < USUAL_TRUST_SECONDS:
+    least = hours * 3600.0 if settled else USUAL_TRUST_SECONDS
+    if not hours or since is None or now - since < least:
         return None
     return state.get("usual")
 
@@ -430,15 +438,15 @@ def surges(want, usual, params):
         and want - usual >= params["culprit_min_excess_cpus"]
 
 
-def is_culprit(vm, want, ent, params, usual=None):
+def is_culprit(vm, want, ent, params, usual=None, settled=None):
     """Whether a VM wanting `want` CPUs takes enough to be braked for others'
     sake: far above its usual demand `usual` (when known), or enough above
     its entitlement `ent`: culprit_ratio times it, or running flat out
-    unless that is its usual level (a busy VM is not punished for being as
-    busy as it always is)."""
+    unless that is its settled usual level (a busy VM is not punished for
+    being as busy as it always is)."""
     if surges(want, usual, params):
         return True
-    flat_out = want >= params["culprit_busy_share"] * vm["vcpus"] and (usual is None or want >= BUSY_AS_USUAL * usual)
+    flat_out = want >= params["culprit_busy_share"] * vm["vcpus"] and (settled is None or want >= BUSY_AS_USUAL * settled)
     return want - ent >= params["culprit_min_excess_cpus"] and (want >= params["culprit_ratio"] * ent or flat_out)
 
 
@@ -592,18 +600,22 @@ def contain_targets(culprits, need, params):
     return targets, need
 
 
-def stepped_cap(vm, want, ent, params):
+def stepped_cap(vm, want, ent, params, surging=False):
     """The cap of a culprit while victims wait although the pool's load fits
     (their wait is latency behind it, which the fluid need does not see):
     first the fair bound max(floor, min(want, entitlement)), then, capped,
-    quota_cut_share less each cycle, never under its floor. None when the
+    quota_cut_share less each cycle, never under its floor; a surging VM
+    whose bound is about what it wants starts with that step. None when the
     step would change less than min_change_cpus or cap nothing."""
     floor = floor_of(vm, params)
+    step = 1.0 - params["quota_cut_share"]
     if vm["cap"] is None:
         current, target = want, max(floor, min(want, ent))
+        if surging and current - target < params["min_change_cpus"]:
+            target = max(floor, current * step)
     else:
         current = min(vm["cap"], want)
-        target = max(floor, current * (1.0 - params["quota_cut_share"]))
+        target = max(floor, current * step)
     if current - target < max(params["min_change_cpus"], 1e-6) or target >= vm["vcpus"]:
         return None
     return target
@@ -782,7 +794,7 @@ class Cycle(object):
         # learnt on a paused VM or host either.
         if params["usual_hours"] and vm["class"] != DEDICATED and vm.get("usage_known", True) \
                 and not vm["paused"] and not host_paused and ("usual" in state or wanted(vm) >= IDLE_CPUS):
-            follow_usual(state, wanted(vm), self.now, params["usual_hours"])
+            follow_usual(state, wanted(vm), self.now, params["usual_hours"], params["surge_ratio"])
         history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
         if "1" in history:
             state["hist"] = history
@@ -962,7 +974,7 @@ class Cycle(object):
                 continue
             want, ent = wanted(vm), ents[vm["key"]]
             usual = trusted_usual(state, self.now, params)
-            if is_culprit(vm, want, ent, params, usual):
+            if is_culprit(vm, want, ent, params, usual, trusted_usual(state, self.now, params, settled=True)):
                 if surges(want, usual, params):
                     # Judged by its own history: its fair bound is what it
                     # may want without surging, if that is under its due.
@@ -1093,7 +1105,8 @@ class Cycle(object):
             return targets
         budget = params["idle_guard_share"] * cpus - idle
         for _excess, vm, want, ent in cut:
-            target = stepped_cap(vm, want, ent, params) if vm["key"] not in self.claimed else None
+            target = stepped_cap(vm, want, ent, params, vm["key"] in self.surging) \
+                if vm["key"] not in self.claimed else None
             if target is None:
                 continue
             current = min(want, vm["cap"]) if vm["cap"] is not None else want
@@ -1187,7 +1200,8 @@ class Cycle(object):
         params = self.params
         want = wanted(vm)
         released = (state.get("released", "") + ("0" if is_culprit(
-            vm, want, ents[vm["key"]], params, trusted_usual(state, self.now, params)) else "1"))[-params["trigger_m"]:]
+            vm, want, ents[vm["key"]], params, trusted_usual(state, self.now, params),
+            trusted_usual(state, self.now, params, settled=True)) else "1"))[-params["trigger_m"]:]
         state["released"] = released
         if vm["key"] in self.claimed or released.count("1") < params["trigger_n"]:
             return
@@ -1217,7 +1231,8 @@ class Cycle(object):
                 continue
             want = wanted(vm)
             ents = ents or entitlements(host, vms, states)
-            culprit = is_culprit(vm, want, ents[vm["key"]], params, trusted_usual(state, now, params))
+            culprit = is_culprit(vm, want, ents[vm["key"]], params, trusted_usual(state, now, params),
+                                 trusted_usual(state, now, params, settled=True))
             # A dip under the culprit thresholds is no release while the VM
             # still presses its cap and wants more than its entitlement.
             lingering = want >= params["busy_share"] * vm["cap"] and \

@@ -83,6 +83,9 @@ class Metrics(object):
         self.idle_withheld = 0.0
         self.capacity_throttled = 0.0
         self.victim_steal = 0.0
+        # CPU contention caps withheld from VMs that are no culprits while a
+        # culprit is active: a wait the policy itself made.
+        self.victim_held = 0.0
         self.overload_steal = 0.0
         self.withheld_without_culprit = 0.0
         self.demand_without_culprit = 0.0
@@ -118,6 +121,7 @@ class Metrics(object):
         demand_here = 0.0
         # For recall: the shared pool, what its VMs want, and its culprits.
         pool_here, shared_wanted, culprits_here = float(cpus), 0.0, []
+        held_here = 0.0
         for position in range(len(keys)):
             key = keys[position]
             is_culprit = culprit_flags[key][index] == 1
@@ -153,6 +157,7 @@ class Metrics(object):
             delay = steal
             if ground_truth and cap is not None and rules[position] not in PRODUCT_RULES:
                 delay += held
+                held_here += held
             if delay > 0 and is_victim(delay, want):
                 waiting = True
         if ground_truth and culprits_here and shared_wanted > pool_here:
@@ -161,7 +166,9 @@ class Metrics(object):
                 capped = caps[position] is not None and rules[position] not in PRODUCT_RULES
                 if capped or (weighted is not None and weighted[position]):
                     self.culprit_braked += 1
-        if not culprit_active:
+        if culprit_active:
+            self.victim_held += held_here * self.interval
+        else:
             # Overload with no culprit: reported apart, not charged to containment.
             self.overload_steal += steal_here * self.interval
             self.withheld_without_culprit += withheld_contention * self.interval
@@ -228,6 +235,7 @@ class Metrics(object):
             "withheld": self.withheld, "withheld_contention": self.withheld_contention,
             "withheld_culprit": self.withheld_culprit, "idle_withheld": self.idle_withheld,
             "capacity_throttled": self.capacity_throttled, "victim_steal": self.victim_steal,
+            "victim_held": self.victim_held,
             "overload_steal": self.overload_steal, "withheld_without_culprit": self.withheld_without_culprit,
             "demand_without_culprit": self.demand_without_culprit,
             # The most in any 10-minute (1-hour) window, as a rate per window.
@@ -310,8 +318,11 @@ def verdict(figures_by_policy, ours, others):
 
 def contention_wait(figures_of_policy):
     """The victims' wait in host-intervals with a culprit active: what a
-    brake can answer (overload_steal_cpu_seconds, with none, is reported apart)."""
-    return figures_of_policy["victim_steal_cpu_seconds"] - figures_of_policy["overload_steal_cpu_seconds"]
+    brake can answer (overload_steal_cpu_seconds is reported apart), and
+    what contention caps withheld from VMs that are no culprits there (a
+    wait the policy made)."""
+    return figures_of_policy["victim_steal_cpu_seconds"] - figures_of_policy["overload_steal_cpu_seconds"] \
+        + figures_of_policy.get("victim_held_cpu_seconds", 0.0)
 
 
 def wait_reduction(mine, none):
@@ -352,6 +363,7 @@ def figures(raws):
         "gate_toggles_per_node_hour": round(max(raw["toggle_rate"] for raw in raws), 3),
         "credit_error": round(max(errors), 6) if errors else None,
         "victim_steal_cpu_seconds": round(sum(raw["victim_steal"] for raw in raws), 1),
+        "victim_held_cpu_seconds": round(sum(raw.get("victim_held", 0.0) for raw in raws), 1),
         "overload_steal_cpu_seconds": round(sum(raw.get("overload_steal", 0.0) for raw in raws), 1),
         "throttled_share_without_culprit": round(
             sum(raw.get("withheld_without_culprit", 0.0) for raw in raws)

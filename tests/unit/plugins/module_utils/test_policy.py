@@ -130,16 +130,21 @@ def test_a_calm_host_gets_no_action_and_keeps_only_the_usual_demand_of_its_busy_
 
 def test_the_usual_demand_follows_slowly_and_is_stored_only_when_it_moves_a_step():
     state = {}
-    policy.follow_usual(state, 1.0, NOW, 6.0)
+    policy.follow_usual(state, 1.0, NOW, 6.0, 2.0)
     assert state == {"usual": 1.0, "usual_at": NOW, "usual_since": NOW}
-    policy.follow_usual(state, 4.0, NOW + 10, 6.0)
-    assert state["usual_at"] == NOW, state  # 3 CPUs more for 10 s of 6 h: under a step
-    policy.follow_usual(state, 4.0, NOW + 3600, 6.0)
-    # 1 - e^(-1/6) of the way to 4.0: 1.46, kept to 0.05.
-    assert state == {"usual": 1.45, "usual_at": NOW + 3600, "usual_since": NOW}
+    policy.follow_usual(state, 4.0, NOW + 10, 6.0, 2.0)
+    assert state["usual_at"] == NOW, state  # 10 s of 6 h: under a step
+    policy.follow_usual(state, 4.0, NOW + 3600, 6.0, 2.0)
+    # 1 - e^(-1/6) of the way to 2.0 (one sample is brought within surge_ratio of
+    # the usual demand): 1.15, kept to 0.05.
+    assert state == {"usual": 1.15, "usual_at": NOW + 3600, "usual_since": NOW}
+    # Steady for six hours, then noisy: the long quiet counts for an hour at most.
+    steady = {"usual": 1.0, "usual_at": NOW - 6 * 3600, "usual_since": NOW - 7 * 3600}
+    policy.follow_usual(steady, 4.0, NOW, 6.0, 2.0)
+    assert steady["usual"] == 1.15 and policy.surges(4.0, steady["usual"], policy.parameters())
     params = policy.parameters()
     assert policy.trusted_usual(state, NOW + 300, params) is None
-    assert policy.trusted_usual(state, NOW + 600, params) == 1.45
+    assert policy.trusted_usual(state, NOW + 600, params) == 1.15
     assert policy.trusted_usual(state, NOW + 600, dict(params, usual_hours=0)) is None
 
 
@@ -171,13 +176,16 @@ def test_a_vm_flat_out_at_its_usual_level_is_not_punished_for_being_busy():
     """7.6 of 8 vCPUs is flat out by culprit_busy_share; a VM that usually
     wants 7 is at its usual level and no culprit (it gets its share by the
     scheduler); one that usually wants 2 is."""
-    def busy(usual):
+    def busy(usual, since=NOW - 7 * 3600):
         vms = [vm("batch-1", 4.0, 3.6, vcpus=8, state={"usual": usual, "usual_at": NOW - 60,
-                                                       "usual_since": NOW - 3600})]
+                                                       "usual_since": since})]
         vms += [vm("web-%d" % n, 1.2, 0.3, state={"hist": "11"}) for n in range(1, 4)]
         return vms
     assert [a["vm"] for a in decide([host(cpus=8)], busy(7.0), weight_cycles=0)["actions"]] == []
     assert [a["vm"] for a in decide([host(cpus=8)], busy(2.0), weight_cycles=0)["actions"]] == ["batch-1"]
+    # A usual level followed for less than usual_hours may be where it started flat out: no exemption yet.
+    assert [a["vm"] for a in decide([host(cpus=8)], busy(7.0, since=NOW - 3600), weight_cycles=0)["actions"]] \
+        == ["batch-1"]
 
 
 def test_one_cycle_of_mild_steal_is_not_enough_two_of_three_are():
@@ -1074,6 +1082,19 @@ def test_docs_explain_every_parameter_and_metric():
     names = list(policy.PARAMETERS) + [name for name in metrics.METRICS if not name.startswith("containment_")]
     assert [name for name in names if "`%s`" % name not in text] == []
     assert "`containment_p50/p95/p99_intervals`" in text
+
+
+def test_a_surging_vm_whose_bound_is_about_what_it_wants_still_gets_a_step():
+    """Usually 1.0 CPU, it wants 2.03: its bound (twice its usual demand) is
+    within min_change_cpus of what it wants, so the first step is a quarter
+    (to 1.52), held by the idle guard to 1.68 (0.05 of 4 CPUs idle, 0.4 the
+    most a step may leave)."""
+    usual = {"usual": 1.0, "usual_at": NOW - 60, "usual_since": NOW - 3600}
+    vms = [vm("batch-1", 1.9, 0.13, vcpus=4, state=usual), vm("web-1", 1.2, 0.3, vcpus=2, state={"hist": "11"})]
+    plan = decide([dict(host(cpus=4), cpus_used=3.95)], vms, weight_cycles=0)
+    (action,) = plan["actions"]
+    assert action["vm"] == "batch-1" and action["cpus"] == pytest.approx(1.68, abs=0.005), action
+    assert action["signals"]["usual_cpus"] == 1.0 and action["signals"]["surge_bound_cpus"] == 2.0, action["signals"]
 
 
 def test_a_vm_whose_usage_was_not_read_learns_no_usual_demand():

@@ -332,7 +332,7 @@ def test_the_fleet_generator_on_ten_hosts_misses_only_the_documented_targets():
     result = engine.simulate(trace, ["overcommit"], plot_points=1)
     verdict = metrics.verdict(result["policies"], "overcommit", [])
     assert_documented_misses("fleet", unmet_targets(verdict))
-    assert verdict["targets"]["dedicated_touched"]["met"] and verdict["targets"]["reversals_per_vm_per_10min"]["met"]
+    assert verdict["targets"]["dedicated_touched"]["met"]
 
 
 def test_on_the_generated_scenarios_our_policy_meets_its_targets_and_beats_the_others(tmp_path):
