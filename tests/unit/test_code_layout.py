@@ -186,3 +186,19 @@ def test_modules_check_the_request_before_they_connect():
         if used and "request = module.checked(" not in text:
             wrong.append("%s runs %s without request = module.checked(...)" % (os.path.relpath(path, ROOT), used))
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_error_of_module_utils_is_a_field_error_or_an_object_refusal():
+    """One base each, so that a runner catches errors.PER_OBJECT and a new
+    error is reported on its object without any runner listing it: no class
+    derives from a bare Exception or ValueError but the two bases."""
+    wrong = []
+    for _layer, path in module_utils_files():
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name not in ("ValueRangeError", "ObjectRefusal"):
+                bases = [getattr(base, "id", getattr(base, "attr", None)) for base in node.bases]
+                if set(bases) & {"Exception", "ValueError", "RuntimeError", "KeyError", "TypeError"}:
+                    wrong.append("%s: class %s(%s)" % (os.path.relpath(path, ROOT), node.name, ", ".join(bases)))
+    assert not wrong, "\n".join(wrong)

@@ -1,14 +1,54 @@
 # -*- coding: utf-8 -*-
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Per-object results of a fleet task: one summary, one diff, one failure
+"""Per-object results of a fleet task: each object run on its own (a
+refusal is that object's result), one summary, one diff, one failure
 message naming every object that failed. Pure."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT, ObjectRefusal, ValueRangeError
+
+
+def started(name):
+    """An object's result before anything was done to it."""
+    return {"name": name, "changed": False}
+
+
+def outcome(refusal):
+    """What an object's result says of a per-object refusal (errors.PER_OBJECT):
+    its own outcome (a conflict, a skip), else failed with the reason."""
+    if isinstance(refusal, ObjectRefusal):
+        return refusal.outcome()
+    return {"failed": True, "msg": str(refusal)}
+
+
+def each(items, one, start=started, refused=None, workers=1):
+    """One result per item, in order. one(item, result) fills `result`
+    (start(item)) and may return another dict to use instead (an early
+    answer: skipped, not found). A per-object refusal it raises
+    (errors.PER_OBJECT) is merged into what was filled so far as the
+    refusal's outcome, and the other items go on; refused(item, result,
+    exc), when given, adds to a refused item's result (an Event, what is
+    left of it). Up to `workers` items run at once."""
+    def run(item):
+        result = start(item)
+        try:
+            answer = one(item, result)
+        except PER_OBJECT as exc:
+            result.update(outcome(exc))
+            if refused is not None:
+                refused(item, result, exc)
+            return result
+        return result if answer is None else answer
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(run, items))
+    return [run(item) for item in items]
 
 
 def diff_entries(results, kind):

@@ -13,6 +13,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+
 # The collection's records and states are under a few KiB; anything far
 # larger was not written by it.
 MAX_CHARS = 64 * 1024
@@ -21,9 +23,13 @@ MAX_CHARS = 64 * 1024
 MAX_DEPTH = 32
 
 
-class UntrustedValueError(ValueError):
+class UntrustedValueError(ValueRangeError):
     """A stored value refused before or while parsing it (too large, too
-    deeply nested, not JSON): a ValueError, as json.loads raises."""
+    deeply nested, not JSON): the field error of `field` (the record or
+    state that held it), saying only why, since the value may be large."""
+
+    def __init__(self, why, field="record"):
+        super(UntrustedValueError, self).__init__(field, None, "JSON text a record holds", message=why)
 
 
 def check_size(text, max_chars=MAX_CHARS):

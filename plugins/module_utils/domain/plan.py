@@ -18,7 +18,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import cpus_text
 
 VERSION = 1
@@ -55,7 +55,7 @@ def applied_plan(obj):
     return ((obj.get("throttle") or obj.get("gate")) or {}).get("plan")
 
 
-class PlanExpired(Exception):
+class PlanExpired(ObjectRefusal):
     """The plan's time to live has passed: nothing of it may be applied."""
 
 

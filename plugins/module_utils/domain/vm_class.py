@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal
+
 DEDICATED = "dedicated"
 SHARED = "shared"
 BURSTABLE = "burstable"
@@ -23,7 +25,7 @@ DEFAULT_CLASS = SHARED
 DEFAULT_FLOOR_FRACTION = 0.25
 
 
-class Refusal(Exception):
+class Refusal(ObjectRefusal):
     """A change the class rules forbid; `force` overrides it."""
 
 

@@ -9,12 +9,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal
+
 RESOURCES = ("cpu", "memory", "io")
 WINDOWS = ("avg10", "avg60", "avg300")
 
 
-class NoPressureInfo(Exception):
-    """The kernel keeps no pressure stall information."""
+class NoPressureInfo(ObjectRefusal):
+    """The kernel keeps no pressure stall information: the host, the object
+    read, cannot give its pressure."""
 
 
 def parse_psi(text):

@@ -18,7 +18,7 @@ import time
 
 from ansible.module_utils.basic import env_fallback
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     RetryLog, Transient, jittered_backoff, retry_note)
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
@@ -215,7 +215,7 @@ def impersonation_headers(params):
                                            for group in params.get("impersonate_groups") or []]
 
 
-class K8sClientError(Exception):
+class K8sClientError(ObjectRefusal):
     """An API call that failed: the server's own message and HTTP status."""
 
     def __init__(self, message, status=None, reason=None):

@@ -11,16 +11,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, CLASSES
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys
-
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, ValueRangeError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import CONFIG, LIVE
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys, lookup
 
 
 def check_classes(classes, baselines):
@@ -75,23 +72,11 @@ class ClassRunner(object):
         self.check_mode = request["check_mode"]
 
     def run(self):
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(self.one, sorted(self.wanted)))
+        return fleet.each(sorted(self.wanted), self.one, workers=WORKERS)
 
-    def one(self, name):
-        """One domain's result; its failure is its own."""
-        result = {"name": name, "changed": False}
-        try:
-            try:
-                domain = self.client.lookup(name)
-            except LibvirtClientError as exc:
-                if exc.code == ERR_NO_DOMAIN and self.request["missing"] == "ignore":
-                    return dict(result, skipped=True, msg="not defined on this host")
-                raise
-            result.update(self.classify(name, domain))
-        except DOMAIN_ERRORS as exc:
-            result.update(failed=True, msg=str(exc))
-        return result
+    def one(self, name, result):
+        """One domain's class, into `result`; a refusal is its own (fleet.each)."""
+        result.update(self.classify(name, lookup(self.client, name, self.request["missing"])))
 
     def classify(self, name, domain):
         """Reads, plans and writes one domain's class element."""

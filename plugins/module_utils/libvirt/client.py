@@ -12,6 +12,7 @@ import os
 import threading
 import time
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 
 try:
@@ -32,7 +33,9 @@ def connection_argument_spec():
     return dict(uri=dict(type="str", default="qemu:///system"))
 
 
-class LibvirtClientError(Exception):
+class LibvirtClientError(ObjectRefusal):
+    """A call libvirtd refused or could not answer; code: libvirt's error code."""
+
     def __init__(self, message, code=None):
         super(LibvirtClientError, self).__init__(message)
         self.code = code

@@ -10,16 +10,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.overcommit.control.plugins.module_utils.common import names
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet, names
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks, LockError
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks
 
 WORKERS = 4
 # The options of the libvirt modules that are lists of domain names.
@@ -37,10 +36,26 @@ def selection_argument_spec():
     )
 
 
-# Errors that belong to one domain: reported on it, the others carry on.
-# A hand-edited throttle record (domain_xml.RecordError) is a ValueRangeError.
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, vm_class.Refusal, ValueRangeError, LockError)
 EXPECTED_KEYS = ("cap_cpus", "throttle_time")
+
+
+class NotOnThisHost(ObjectRefusal):
+    """A domain named but not defined on this host, with missing=ignore: a
+    fleet run names every target on every host, so absent is no error."""
+
+    def outcome(self):
+        return {"skipped": True, "msg": "not defined on this host"}
+
+
+def lookup(client, name, missing):
+    """The domain named `name`; NotOnThisHost when it is not defined here
+    and `missing` is ignore."""
+    try:
+        return client.lookup(name)
+    except LibvirtClientError as exc:
+        if exc.code == ERR_NO_DOMAIN and missing == "ignore":
+            raise NotOnThisHost(name)
+        raise
 
 
 def check_name_keys(field, mapping):
@@ -212,31 +227,20 @@ class CpuTuneRunner(object):
         # Domains are independent and libvirtd serves calls in parallel (most
         # of a write is the daemon saving the domain's XML): a few workers cut
         # a fleet task's wall time without loading the daemon.
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(lambda item: self.one(item[0], *item[1]), selected.items()))
+        return fleet.each(list(selected.items()), self.one, start=lambda item: fleet.started(item[0]),
+                          workers=WORKERS)
 
-    def one(self, name, domain, described):
-        """One domain's result; its failure is its own."""
-        result = {"name": name, "changed": False}
-        expected = self.request["expected"]
-        try:
-            try:
-                domain = domain or self.client.lookup(name)
-            except LibvirtClientError as exc:
-                # Fleet runs name every target on every host: absent is not an error there.
-                if exc.code == ERR_NO_DOMAIN and self.request["missing"] == "ignore":
-                    return dict(result, skipped=True, msg="not defined on this host")
-                raise
-            if name in expected and not self.check_mode:
-                # The whole read-check-write under the domain's lock: a run
-                # that started at the same time sees this one's record.
-                with self.locks.hold(self.client.uuid(domain), name):
-                    self.tune(result, domain, None)
-            else:
-                self.tune(result, domain, described)
-        except DOMAIN_ERRORS as exc:
-            result.update(failed=True, msg=str(exc))
-        return result
+    def one(self, item, result):
+        """One domain, tuned into `result`; a refusal is its own (fleet.each)."""
+        name, (domain, described) = item
+        domain = domain or lookup(self.client, name, self.request["missing"])
+        if name in self.request["expected"] and not self.check_mode:
+            # The whole read-check-write under the domain's lock: a run
+            # that started at the same time sees this one's record.
+            with self.locks.hold(self.client.uuid(domain), name):
+                self.tune(result, domain, None)
+        else:
+            self.tune(result, domain, described)
 
     def tune(self, result, domain, described):
         """Reads, checks `expected`, plans and writes one domain."""

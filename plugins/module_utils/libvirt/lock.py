@@ -21,13 +21,15 @@ import tempfile
 import time
 from contextlib import contextmanager
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal
+
 DEFAULT_LOCK_DIR = "/run/lock/overcommit-control"
 # How long a domain's lock is waited for before that domain fails.
 TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 0.05
 
 
-class LockError(Exception):
+class LockError(ObjectRefusal):
     """The lock folder cannot be used, or a domain's lock was not had in time."""
 
 

@@ -33,8 +33,12 @@ LIVE_UNSET = {"vcpu_period": cpu.DEFAULT_PERIOD, "vcpu_quota": cpu.UNLIMITED,
 SCOPES = ("domain", "vcpu")
 
 
-class PlanError(ValueError):
-    """A combination of values that cannot hold; says why."""
+class PlanError(ValueRangeError):
+    """A combination of values that cannot hold for this domain, as the
+    error of the field that asked for it (`cpus` by default); says why."""
+
+    def __init__(self, why, field="cpus"):
+        super(PlanError, self).__init__(field, None, why, message=why)
 
 
 def pick(values):
@@ -180,9 +184,10 @@ def targets_for(apply, active, persistent):
         return [t for t, ok in (("live", active), ("config", persistent)) if ok]
     wanted = ["live", "config"] if apply == "both" else [apply]
     if "live" in wanted and not active:
-        raise PlanError("the domain is shut off: live tuning needs a running domain (use apply=config or auto)")
+        raise PlanError("the domain is shut off: live tuning needs a running domain (use apply=config or auto)",
+                        "apply")
     if "config" in wanted and not persistent:
-        raise PlanError("the domain is transient: it has no persistent config (use apply=live or auto)")
+        raise PlanError("the domain is transient: it has no persistent config (use apply=live or auto)", "apply")
     return wanted
 
 

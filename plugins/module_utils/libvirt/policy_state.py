@@ -15,16 +15,13 @@ __metaclass__ = type
 
 import json
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    CONFIG, ERR_NO_DOMAIN, LIVE, LibvirtClientError)
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks, LockError
-
-DOMAIN_ERRORS = (LibvirtClientError, plan.PlanError, LockError, ValueRangeError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import CONFIG, LIVE
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys, lookup
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks
 STATE_ALLOWED = "a mapping of the policy state (JSON values: no NaN or infinity), or null to remove it"
 
 
@@ -67,7 +64,8 @@ def plan_policy(current, wanted, pause_fields):
     if "state" in wanted:
         state = wanted["state"]
     elif current.get("error"):
-        raise plan.PlanError("%s: give this domain a new state, or null to remove it, in states" % current["error"])
+        raise plan.PlanError("%s: give this domain a new state, or null to remove it, in states" % current["error"],
+                             "states")
     if wanted.get("paused") is True:
         reason = pause_fields.get("reason")
         if pause is None or (reason is not None and reason != pause.get("reason")):
@@ -127,8 +125,7 @@ class DomainPolicyStateRunner(object):
         self.locks = DomainLocks(request.get("lock_dir") or "")
 
     def run(self):
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(self.one, self.request["targets"]))
+        return fleet.each(self.request["targets"], self.one, workers=WORKERS)
 
     def wanted(self, name):
         wanted = {}
@@ -138,26 +135,17 @@ class DomainPolicyStateRunner(object):
             wanted["paused"] = self.request["paused"]
         return wanted
 
-    def one(self, name):
-        """One domain's result; its failure is its own."""
-        result = {"name": name, "changed": False}
-        try:
-            try:
-                domain = self.client.lookup(name)
-            except LibvirtClientError as exc:
-                if exc.code == ERR_NO_DOMAIN and self.request["missing"] == "ignore":
-                    return dict(result, skipped=True, msg="not defined on this host")
-                raise
-            if self.check_mode:
+    def one(self, name, result):
+        """One domain's state and kill switch, into `result`; a refusal is
+        its own (fleet.each)."""
+        domain = lookup(self.client, name, self.request["missing"])
+        if self.check_mode:
+            result.update(self.keep(name, domain))
+        else:
+            # Read and write under the domain's lock: a state and a pause
+            # written at once by two runs keep each other.
+            with self.locks.hold(self.client.uuid(domain), name):
                 result.update(self.keep(name, domain))
-            else:
-                # Read and write under the domain's lock: a state and a pause
-                # written at once by two runs keep each other.
-                with self.locks.hold(self.client.uuid(domain), name):
-                    result.update(self.keep(name, domain))
-        except DOMAIN_ERRORS as exc:
-            result.update(failed=True, msg=str(exc))
-        return result
 
     def keep(self, name, domain):
         """Reads, plans and writes one domain's state and kill switch."""

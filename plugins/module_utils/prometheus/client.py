@@ -16,7 +16,7 @@ import math
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlparse
 from ansible.module_utils.urls import open_url
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import RetryLog, jittered_backoff
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
 
@@ -43,7 +43,7 @@ def check_url(field, url):
     return url.rstrip("/")
 
 
-class PrometheusError(Exception):
+class PrometheusError(ObjectRefusal):
     """A query Prometheus did not answer, or answered with an error."""
 
     def __init__(self, message, status=None, permanent=False):

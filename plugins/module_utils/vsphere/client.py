@@ -21,7 +21,7 @@ import ssl
 import time
 
 from ansible.module_utils.basic import env_fallback
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.retry import (
     Transient, RetryLog, jittered_backoff, retry_note)
 from ansible_collections.overcommit.control.plugins.module_utils.common.tls import certificate_hint
@@ -165,7 +165,9 @@ def check_connection_options(params):
 UNKNOWN_END = "TaskEndUnknown"
 
 
-class VsphereClientError(Exception):
+class VsphereClientError(ObjectRefusal):
+    """A call vCenter refused or could not answer; fault: the vSphere fault."""
+
     def __init__(self, message, fault=None):
         super(VsphereClientError, self).__init__(message)
         self.fault = fault

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain import vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import check_cap_brakes
@@ -26,13 +26,17 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.state
     COMPUTE, LimitRefusal, earlier_record, has_record, pod_view, qos_class, seen, stale_vm_copy, wanted_desired)
 
 
-class ChangedSinceRead(Exception):
+class ChangedSinceRead(ObjectRefusal):
     """The VMI is no longer as the caller read it (option `expected`): it is
     left alone. seen: what it looks like now."""
 
     def __init__(self, message, seen):
         super(ChangedSinceRead, self).__init__(message)
         self.seen = seen
+
+    def outcome(self):
+        """Not a failure: another runner acted on it first."""
+        return {"conflict": True, "msg": str(self), "seen": self.seen}
 
 
 def with_compute_limit(pod, cpus):

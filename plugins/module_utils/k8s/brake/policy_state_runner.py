@@ -8,7 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.policy_state import paused_patch, policy_patch
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
@@ -54,6 +55,6 @@ class VmiPolicyStateRunner(object):
                 result["policy"] = wanted["state"]
             if "paused" in wanted:
                 result["paused"] = wanted["paused"]
-        except (K8sClientError, ValueRangeError) as exc:
-            result.update(failed=True, msg=str(exc))
+        except PER_OBJECT as exc:
+            result.update(fleet.outcome(exc))
         return result

@@ -18,7 +18,8 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
@@ -189,12 +190,11 @@ class CpuLimitRunner(object):
                               else "never throttled")
                 return result
             changes = self.write(view, vmi, vm, pod, cpus, action)
-        except limit_plan.ChangedSinceRead as exc:
-            # Another runner acted on it first: not a failure, and nothing of it is written.
-            result.update(conflict=True, msg=str(exc), seen=exc.seen)
-            return result
-        except (limit_state.LimitRefusal, ValueRangeError, K8sClientError) as exc:
-            result.update(failed=True, msg=str(exc))
+        except PER_OBJECT as exc:
+            result.update(fleet.outcome(exc))
+            if result.get("conflict"):
+                # Another runner acted on it first (limit_plan.ChangedSinceRead): nothing of it is written.
+                return result
             result["event"] = self.emit(view, pod, "Warning", "CPULimitFailed", STATE_ACTIONS[self.request["state"]],
                                         "cannot %s the CPU limit: %s" % (STATE_ACTIONS[self.request["state"]].lower(),
                                                                          exc))

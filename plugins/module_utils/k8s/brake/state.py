@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import AppliedRecord, ThrottleRecord
 
@@ -28,7 +28,7 @@ NODE_APPLIED, NODE_PENDING, NODE_REFUSED, NODE_UNREPORTED = "applied", "pending"
 RESIZE_PENDING, RESIZE_IN_PROGRESS, INFEASIBLE = "PodResizePending", "PodResizeInProgress", "Infeasible"
 
 
-class LimitRefusal(Exception):
+class LimitRefusal(ObjectRefusal):
     """A cap this VMI cannot take now; says why."""
 
 

@@ -23,7 +23,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
     schema_refusal
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since, seen_of_node
@@ -40,7 +40,7 @@ PAUSED_NAME = "paused"
 EXPECTED_KEYS = ("gated", "gate_time", "taints", "cordoned")
 
 
-class GateRefusal(Exception):
+class GateRefusal(ObjectRefusal):
     """A gate the fleet safety rule forbids; `force` overrides it."""
 
 

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import instancetypes
 
 CREATED, UPDATED, DELETED, UNCHANGED, ABSENT = "created", "updated", "deleted", "unchanged", "absent"
@@ -46,7 +46,7 @@ class InstancetypeRunner(object):
                     action, after = self.keep(kind, name, current, wanted[part])
                 else:
                     action, after = self.remove(kind, name, current)
-            except (K8sClientError, instancetypes.NotOurs) as exc:
+            except PER_OBJECT as exc:
                 result.update(failed=True, msg="%s %s: %s" % (kind, name, exc))
                 return result
             result[part] = {"kind": kind, "action": action}

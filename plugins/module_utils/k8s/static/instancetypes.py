@@ -21,7 +21,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits, memory, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity
 
@@ -195,7 +195,7 @@ def owned_by_us(obj, names):
     return names["class"] in ((obj.get("metadata") or {}).get("labels") or {})
 
 
-class NotOurs(Exception):
+class NotOurs(ObjectRefusal):
     """An object of the same name the collection did not make."""
 
 

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import API, namespaced_path
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import (
@@ -144,7 +144,7 @@ class VmResourcesRunner(object):
             if offers["current"]:
                 facts = vm_instancetype.facts_on(facts, offers["current"])
                 result["instancetype"] = vm_resources.current_view(vm, facts, offers["current"])
-        except (K8sClientError, vm_resources.VmRefusal, ValueRangeError) as exc:
+        except PER_OBJECT as exc:
             return dict(result, failed=True, msg="unreadable resources: %s" % exc)
         findings = vm_resources.audit(facts)
         result.update({"class": vm_resources.effective_class(facts)[0], "running": facts["running"],
@@ -157,7 +157,7 @@ class VmResourcesRunner(object):
                                   "after": planned["after"], "restart_required": planned["restart_required"],
                                   "restart_reasons": planned["restart_reasons"],
                                   "removed_fields": planned["removed_fields"]}
-            except (vm_resources.VmRefusal, ValueRangeError) as exc:
+            except PER_OBJECT as exc:
                 result["move"] = {"refused": True, "msg": str(exc)}
         return result
 
@@ -174,7 +174,7 @@ class VmResourcesRunner(object):
         try:
             _current, patch, conflicts = self.client.read_modify_write(
                 namespaced_path(namespace, "virtualmachines", name), plan_patch, current=vm)
-        except (K8sClientError, vm_resources.VmRefusal, ValueRangeError) as exc:
+        except PER_OBJECT as exc:
             field = getattr(exc, "field", None)
             result.update(failed=True, msg=str(exc), **({"field": field} if field else {}))
             self.effective(result, namespace, vm)
@@ -197,6 +197,6 @@ class VmResourcesRunner(object):
         try:
             current = self.offers(namespace, vm)["current"]
             facts = vm_resources.vm_facts(vm, None, self.request["class_label"])
-        except (K8sClientError, vm_resources.VmRefusal, ValueRangeError):
+        except PER_OBJECT:
             return
         result["effective"] = vm_resources.current_view(vm, facts, current)

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import memory, vm_class
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import merge_patch, metadata, quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.static import vm_instancetype
@@ -29,7 +29,7 @@ DOMAIN = "spec.template.spec.domain"
 RATIO, NONE, AUTO = "ratio", "none", "auto"
 
 
-class VmRefusal(Exception):
+class VmRefusal(ObjectRefusal):
     """A template this VM cannot take; says why."""
 
 

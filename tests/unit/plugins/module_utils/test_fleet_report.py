@@ -60,3 +60,73 @@ def test_failed_and_skipped_domains_and_the_whole_report():
     # The names per outcome stay as they were (set_stats keeps them).
     assert outcome["changed"] == ["web-17"] and outcome["skipped"] == ["web-99", "web-98"]
     assert "report" not in fleet.summary(results)
+
+
+def test_each_object_runs_on_its_own_and_a_refusal_is_that_objects_result():
+    from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
+    from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import Refusal
+    from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.plan import ChangedSinceRead
+
+    def one(name, result):
+        result["class"] = "shared"  # filled before the refusal: kept
+        if name == "dedicated-1":
+            raise Refusal("class dedicated: not capped without force")
+        if name == "edited-1":
+            raise ChangedSinceRead("its cap changed since it was read", {"cap_cpus": 2})
+        if name == "bad-record":
+            raise ValueRangeError("record", "x", "a throttle record")
+        if name == "early":
+            return {"name": name, "skipped": True}
+        result["changed"] = True
+
+    names = ["web-1", "dedicated-1", "edited-1", "bad-record", "early", "web-2"]
+    for workers in (1, 3):
+        results = fleet.each(names, one, workers=workers)
+        assert [r["name"] for r in results] == names
+        by_name = dict((r["name"], r) for r in results)
+        assert by_name["web-1"] == {"name": "web-1", "changed": True, "class": "shared"}
+        assert by_name["dedicated-1"] == {"name": "dedicated-1", "changed": False, "class": "shared", "failed": True,
+                                          "msg": "class dedicated: not capped without force"}
+        assert by_name["edited-1"]["conflict"] and by_name["edited-1"]["seen"] == {"cap_cpus": 2}
+        assert not by_name["edited-1"].get("failed")
+        assert by_name["bad-record"]["failed"] and "record=" in by_name["bad-record"]["msg"]
+        assert by_name["early"] == {"name": "early", "skipped": True}
+    summary = fleet.summary(results)
+    assert summary["changed"] == ["web-1", "web-2"] and summary["conflict"] == ["edited-1"]
+    assert sorted(summary["failed"]) == ["bad-record", "dedicated-1"]
+    assert issubclass(Refusal, ObjectRefusal)
+
+
+def test_each_lets_anything_that_is_no_refusal_through():
+    """A bug is no object's refusal: it ends the task (and shows), it is not
+    turned into one VM's failed result."""
+    import pytest
+
+    def one(name, result):
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        fleet.each(["web-1"], one)
+
+
+def test_every_per_object_error_of_the_collection_is_an_object_refusal_or_a_field_error():
+    from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT
+    from ansible_collections.overcommit.control.plugins.module_utils.common.untrusted import UntrustedValueError
+    from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import PlanExpired
+    from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.state import LimitRefusal
+    from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+    from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.plan import GateRefusal
+    from ansible_collections.overcommit.control.plugins.module_utils.k8s.static.instancetypes import NotOurs
+    from ansible_collections.overcommit.control.plugins.module_utils.k8s.static.vm_resources import VmRefusal
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClientError
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import LockError
+    from ansible_collections.overcommit.control.plugins.module_utils.prometheus.client import PrometheusError
+    from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClientError
+    for error in (UntrustedValueError, plan.PlanError, PlanExpired, LimitRefusal, K8sClientError, GateRefusal,
+                  NotOurs, VmRefusal, LibvirtClientError, LockError, PrometheusError, VsphereClientError):
+        assert issubclass(error, PER_OBJECT), error
+    # The field errors say only why, not the (possibly large) value, and name the field.
+    assert str(UntrustedValueError("too deeply nested")) == "too deeply nested"
+    assert UntrustedValueError("x", "state").field == "state"
+    error = plan.PlanError("the domain is shut off", "apply")
+    assert (str(error), error.field) == ("the domain is shut off", "apply")
