@@ -224,3 +224,41 @@ def test_every_extra_variable_on_a_playbook_command_line_is_read_by_that_playboo
                     if not re.search(r"\b%s\b" % re.escape(var), books[name]):
                         unread.append("%s: %s.yml does not read %s" % (path, name, var))
     assert not unread, "\n".join(sorted(set(unread)))
+
+
+def anchors(text):
+    """The anchors GitHub gives a page's headings (outside code blocks)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    out = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", text, re.M):
+        out.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return out
+
+
+def test_every_relative_link_in_the_docs_reaches_a_file_and_its_heading():
+    broken = []
+    for path, text in docs():
+        for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"```.*?```", "", text, flags=re.S)):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file_part, _hash, anchor = target.partition("#")
+            linked = os.path.normpath(os.path.join(ROOT, os.path.dirname(path), file_part)) if file_part \
+                else os.path.join(ROOT, path)
+            if not os.path.exists(linked):
+                broken.append("%s: %s (no such file)" % (path, target))
+            elif anchor and linked.endswith(".md") and anchor not in anchors(read(os.path.relpath(linked, ROOT))):
+                broken.append("%s: %s (no such heading)" % (path, target))
+    assert not broken, "\n".join(broken)
+
+
+def test_the_readme_lists_all_the_included_content():
+    """The README's front page names every module, role, playbook, event
+    source, rulebook and inventory plugin the collection ships."""
+    section = read("README.md").split("## Included content", 1)[1].split("\n## ", 1)[0]
+    shipped = [os.path.splitext(os.path.basename(p))[0] for pattern in (
+        "plugins/modules/*.py", "playbooks/*.yml", "extensions/eda/plugins/event_source/*.py",
+        "extensions/eda/rulebooks/*.yml", "plugins/inventory/*.py") for p in glob.glob(os.path.join(ROOT, pattern))]
+    shipped += os.listdir(os.path.join(ROOT, "roles"))
+    missing = sorted(name for name in set(shipped) - {"lab_demo"} if not re.search(r"`%s`" % re.escape(name), section)
+                     and "playbooks/%s.yml" % name not in section)
+    assert len(shipped) > 40 and not missing, missing
