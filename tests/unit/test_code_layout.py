@@ -202,3 +202,22 @@ def test_every_error_of_module_utils_is_a_field_error_or_an_object_refusal():
                 if set(bases) & {"Exception", "ValueError", "RuntimeError", "KeyError", "TypeError"}:
                     wrong.append("%s: class %s(%s)" % (os.path.relpath(path, ROOT), node.name, ", ".join(bases)))
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_k8s_features_do_not_import_each_other():
+    """k8s/ is grouped by feature (brake, gate, nodes, static); what more
+    than one reads (names, keys, the records under them) lives beside them
+    in k8s/, so a feature can change without reaching into another."""
+    folder = os.path.join(PLUGINS, "module_utils", "k8s")
+    features = sorted(name for name in os.listdir(folder) if os.path.isdir(os.path.join(folder, name))
+                      and not name.startswith("__"))
+    assert {"brake", "gate", "nodes", "static"} <= set(features), features
+    wrong = []
+    for feature in features:
+        for path in python_files(os.path.join(folder, feature)):
+            for name in imports(path):
+                parts = name[len(PREFIX + "module_utils.k8s."):].split(".") if name.startswith(
+                    PREFIX + "module_utils.k8s.") else []
+                if parts and parts[0] in features and parts[0] != feature:
+                    wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
+    assert not wrong, "\n".join(wrong)

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes names and the keys this collection owns. Pure: no I/O.
+"""Kubernetes names, the keys this collection owns, and the records it keeps
+under them that more than one feature reads: a node's gate record, the
+control policy's state and the kill switch (node_view). Pure: no I/O.
 
 Everything the collection writes on an object (labels, taints, annotations)
 has a key under one configurable prefix; keys of other owners are never
@@ -11,11 +13,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
+from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
+    schema_refusal
 
 DEFAULT_PREFIX = "overcommit.control/"
+# Names under the prefix: the gate record and the policy state (annotations),
+# the kill switch (a label).
+RECORD_NAME = "gate"
+POLICY_NAME = "policy"
+PAUSED_NAME = "paused"
 _NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -66,3 +77,118 @@ def label_changes(current, wanted):
     current = current or {}
     return dict((key, value) for key, value in wanted.items() if current.get(key) != value
                 and not (value is None and key not in current))
+
+
+def record_key(prefix):
+    return prefix + RECORD_NAME
+
+
+def policy_key(prefix):
+    return prefix + POLICY_NAME
+
+
+def paused_key(prefix):
+    return prefix + PAUSED_NAME
+
+
+def policy_text(state):
+    """The annotation's text of a policy state: compact JSON, sorted keys,
+    with the record schema it is in (common.record)."""
+    return json.dumps(dict(state, **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True, separators=(",", ":"))
+
+
+def _stored(text):
+    """(mapping, why not) of an annotation's JSON text, without its schema
+    field; a record of a newer schema is not read."""
+    try:
+        value = untrusted.loads(text)
+    except (TypeError, ValueError) as exc:
+        return None, "the annotation is not valid JSON (%s)" % exc
+    if not isinstance(value, dict):
+        return None, "the annotation holds a %s, not a mapping" % type(value).__name__
+    why = schema_refusal(value.get(SCHEMA_FIELD))
+    if why:
+        return None, why
+    return dict((key, item) for key, item in value.items() if key != SCHEMA_FIELD), None
+
+
+def check_policy_state(value, field="policy_state"):
+    """A policy state to store: a mapping (JSON), or None to remove it; an
+    empty mapping is no state and removes it too."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueRangeError(field, value, "a mapping (the policy's state of the node), or null to remove it")
+    if SCHEMA_FIELD in value:
+        raise ValueRangeError("%s.%s" % (field, SCHEMA_FIELD), value[SCHEMA_FIELD],
+                              "no such key: the stored annotation keeps its record schema there")
+    try:
+        policy_text(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueRangeError(field, value, "a mapping JSON can hold (%s)" % exc)
+    return value or None
+
+
+def normalise_taint(taint):
+    """A taint as the API returns it, reduced to what identifies and matters."""
+    entry = {"key": taint["key"], "effect": taint.get("effect")}
+    if taint.get("value"):
+        entry["value"] = taint["value"]
+    if taint.get("timeAdded"):
+        entry["timeAdded"] = taint["timeAdded"]
+    return entry
+
+
+def parse_record(text):
+    return _stored(text)[0]
+
+
+def record_text(record):
+    """The gate record annotation's text, in the current record schema."""
+    return json.dumps(dict(record, **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True)
+
+
+def record_error(annotations, prefix):
+    """Why the gate record annotation on a node cannot be read (not JSON,
+    not a mapping, a newer schema), naming the annotation, or None (none
+    there, or readable)."""
+    key = record_key(prefix)
+    if key not in annotations:
+        return None
+    text = annotations[key]
+    why = _stored(text)[1]
+    if why is None:
+        return None
+    shown = text if len(text) <= 40 else "%s... (%d characters)" % (text[:40], len(text))
+    if why.startswith("the annotation"):
+        return ("the gate record in annotation %s cannot be read (%r is not a JSON mapping); nothing was changed: "
+                "correct or remove the annotation" % (key, shown))
+    return "the gate record in annotation %s cannot be read: %s; nothing was changed" % (key, why)
+
+
+def parse_policy(text):
+    """(policy state, why it cannot be read) of the annotation's text: a
+    state is a mapping; no annotation is (None, None)."""
+    if text is None:
+        return None, None
+    return _stored(text)
+
+
+def node_view(node, prefix):
+    """What the gate looks at on one Node object (the API's JSON)."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    policy, policy_error = parse_policy(annotations.get(policy_key(prefix)))
+    return {
+        "name": meta.get("name"),
+        "taints": [normalise_taint(t) for t in spec.get("taints") or []],
+        "unschedulable": bool(spec.get("unschedulable")),
+        "labels": owned(labels, prefix),
+        "gate": parse_record(annotations.get(record_key(prefix))) if record_key(prefix) in annotations else None,
+        "gate_error": record_error(annotations, prefix),
+        "policy": policy,
+        "policy_error": policy_error,
+        "policy_stored": policy_key(prefix) in annotations,
+        "paused": labels.get(paused_key(prefix)) == "true",
+    }

@@ -15,7 +15,6 @@ __metaclass__ = type
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 
 MISSING = ("fail", "ignore")
 
@@ -40,14 +39,14 @@ def check_request(params):
     wanted = {}
     for key, state in (states or {}).items():
         _split("states.%s" % key, key)
-        wanted.setdefault(key, {})["state"] = gate.check_policy_state(state, "states.%s" % key) or None
+        wanted.setdefault(key, {})["state"] = metadata.check_policy_state(state, "states.%s" % key) or None
     for index, key in enumerate(params.get("names") or []):
         _split("names[%d]" % index, key)
         if params.get("paused") is not None:
             wanted.setdefault(key, {})["paused"] = bool(params["paused"])
     prefix = metadata.check_prefix(params["prefix"])
     return {"wanted": wanted, "missing": params["missing"],
-            "keys": {"policy": gate.policy_key(prefix), "paused": gate.paused_key(prefix)}}
+            "keys": {"policy": metadata.policy_key(prefix), "paused": metadata.paused_key(prefix)}}
 
 
 def _paused(obj, keys):
@@ -59,11 +58,11 @@ def policy_patch(vmi, wanted, keys):
     if "state" not in wanted:
         return None
     text = ((vmi.get("metadata") or {}).get("annotations") or {}).get(keys["policy"])
-    state, error = gate.parse_policy(text)
+    state, error = metadata.parse_policy(text)
     target = wanted["state"]
     if target == state and not error and (target is not None or text is None):
         return None
-    return {"metadata": {"annotations": {keys["policy"]: None if target is None else gate.policy_text(target)}}}
+    return {"metadata": {"annotations": {keys["policy"]: None if target is None else metadata.policy_text(target)}}}
 
 
 def paused_patch(obj, paused, keys):

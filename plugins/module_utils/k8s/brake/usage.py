@@ -23,10 +23,10 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import shown
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 
 USAGE_METRIC = "kubevirt_vmi_cpu_usage_seconds_total"
 DELAY_METRIC = "kubevirt_vmi_vcpu_delay_seconds_total"
@@ -53,8 +53,8 @@ def check_request(params):
     if params.get("names") and not params.get("namespace"):
         raise ValueRangeError("namespace", None, "the namespace of the VMIs named in names")
     request = brake.check_request(dict(params, state=brake.RECONCILED, cpus=None, headroom=0.0, floor=0.0))
-    return {"keys": dict(request["keys"], policy=gate.policy_key(request["prefix"]),
-                         paused=gate.paused_key(request["prefix"])),
+    return {"keys": dict(request["keys"], policy=metadata.policy_key(request["prefix"]),
+                         paused=metadata.paused_key(request["prefix"])),
             "window": int(round(window)), "times": [float(t) for t in times]}
 
 
@@ -87,7 +87,7 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
     labels = ((vmi.get("metadata") or {}).get("labels")) or {}
     owner_labels = (view["vm"] or {}).get("labels") or {}
     annotations = ((vmi.get("metadata") or {}).get("annotations")) or {}
-    policy, policy_error = gate.parse_policy(annotations.get(keys["policy"]))
+    policy, policy_error = metadata.parse_policy(annotations.get(keys["policy"]))
     declared = view["declared_class"]
     entry = {
         "name": view["name"], "namespace": view["namespace"], "vmi": view["vmi"], "node": view["node"],

@@ -20,78 +20,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
-from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
-    schema_refusal
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import changed_since, seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import taints as node_taints
 
 STATES = ("gated", "open")
 DEFAULT_TAINT = {"key": "gated", "effect": "NoSchedule"}
-RECORD_NAME = "gate"
 RECORD_FIELDS = ("reason", "time", "by")
-POLICY_NAME = "policy"
-PAUSED_NAME = "paused"
 # What a plan saw of a node (domain.plan.seen_of_node), key -> check.
 EXPECTED_KEYS = ("gated", "gate_time", "taints", "cordoned")
 
 
 class GateRefusal(ObjectRefusal):
     """A gate the fleet safety rule forbids; `force` overrides it."""
-
-
-def record_key(prefix):
-    return prefix + RECORD_NAME
-
-
-def policy_key(prefix):
-    return prefix + POLICY_NAME
-
-
-def paused_key(prefix):
-    return prefix + PAUSED_NAME
-
-
-def policy_text(state):
-    """The annotation's text of a policy state: compact JSON, sorted keys,
-    with the record schema it is in (common.record)."""
-    return json.dumps(dict(state, **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True, separators=(",", ":"))
-
-
-def _stored(text):
-    """(mapping, why not) of an annotation's JSON text, without its schema
-    field; a record of a newer schema is not read."""
-    try:
-        value = untrusted.loads(text)
-    except (TypeError, ValueError) as exc:
-        return None, "the annotation is not valid JSON (%s)" % exc
-    if not isinstance(value, dict):
-        return None, "the annotation holds a %s, not a mapping" % type(value).__name__
-    why = schema_refusal(value.get(SCHEMA_FIELD))
-    if why:
-        return None, why
-    return dict((key, item) for key, item in value.items() if key != SCHEMA_FIELD), None
-
-
-def check_policy_state(value, field="policy_state"):
-    """A policy state to store: a mapping (JSON), or None to remove it; an
-    empty mapping is no state and removes it too."""
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ValueRangeError(field, value, "a mapping (the policy's state of the node), or null to remove it")
-    if SCHEMA_FIELD in value:
-        raise ValueRangeError("%s.%s" % (field, SCHEMA_FIELD), value[SCHEMA_FIELD],
-                              "no such key: the stored annotation keeps its record schema there")
-    try:
-        policy_text(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueRangeError(field, value, "a mapping JSON can hold (%s)" % exc)
-    return value or None
 
 
 def check_expected(value, field="expected"):
@@ -145,9 +87,9 @@ def check_request(params, policy_given=None):
     for key, value in (params.get("labels") or {}).items():
         field = "labels.%s" % key
         labels[metadata.owned_key(field, key, prefix)] = metadata.check_label_value(field, value)
-    if record_key(prefix) in labels:
-        raise ValueRangeError("labels", record_key(prefix), "any owned key but %s, which holds the gate record"
-                              % record_key(prefix))
+    if metadata.record_key(prefix) in labels:
+        raise ValueRangeError("labels", metadata.record_key(prefix), "any owned key but %s, which holds the gate record"
+                              % metadata.record_key(prefix))
     if policy_given is None:
         policy_given = params.get("policy_state") is not None
     request = {"names": params.get("names") or [], "label_selector": params.get("label_selector"),
@@ -156,63 +98,8 @@ def check_request(params, policy_given=None):
                "fleet_label_selector": params.get("fleet_label_selector"), "force": bool(params.get("force")),
                "expected": check_expected(params.get("expected"))}
     if policy_given:
-        request["policy"] = check_policy_state(params.get("policy_state"))
+        request["policy"] = metadata.check_policy_state(params.get("policy_state"))
     return request
-
-
-def parse_record(text):
-    return _stored(text)[0]
-
-
-def record_text(record):
-    """The gate record annotation's text, in the current record schema."""
-    return json.dumps(dict(record, **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True)
-
-
-def record_error(annotations, prefix):
-    """Why the gate record annotation on a node cannot be read (not JSON,
-    not a mapping, a newer schema), naming the annotation, or None (none
-    there, or readable)."""
-    key = record_key(prefix)
-    if key not in annotations:
-        return None
-    text = annotations[key]
-    why = _stored(text)[1]
-    if why is None:
-        return None
-    shown = text if len(text) <= 40 else "%s... (%d characters)" % (text[:40], len(text))
-    if why.startswith("the annotation"):
-        return ("the gate record in annotation %s cannot be read (%r is not a JSON mapping); nothing was changed: "
-                "correct or remove the annotation" % (key, shown))
-    return "the gate record in annotation %s cannot be read: %s; nothing was changed" % (key, why)
-
-
-def parse_policy(text):
-    """(policy state, why it cannot be read) of the annotation's text: a
-    state is a mapping; no annotation is (None, None)."""
-    if text is None:
-        return None, None
-    return _stored(text)
-
-
-def node_view(node, prefix):
-    """What the gate looks at on one Node object (the API's JSON)."""
-    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    policy, policy_error = parse_policy(annotations.get(policy_key(prefix)))
-    return {
-        "name": meta.get("name"),
-        "taints": [node_taints.normalise(t) for t in spec.get("taints") or []],
-        "unschedulable": bool(spec.get("unschedulable")),
-        "labels": metadata.owned(labels, prefix),
-        "gate": parse_record(annotations.get(record_key(prefix))) if record_key(prefix) in annotations else None,
-        "gate_error": record_error(annotations, prefix),
-        "policy": policy,
-        "policy_error": policy_error,
-        "policy_stored": policy_key(prefix) in annotations,
-        "paused": labels.get(paused_key(prefix)) == "true",
-    }
 
 
 def changed_since_read(view, expected):
@@ -268,9 +155,9 @@ def plan_node(view, request, record_fields):
     patch = _patch(before, after, labels_patch, prefix)
     if "policy" in request and (after["policy"] != before["policy"] or view["policy_error"]
                                 or (after["policy"] is None and view["policy_stored"])):
-        text = policy_text(after["policy"]) if after["policy"] is not None else None
+        text = metadata.policy_text(after["policy"]) if after["policy"] is not None else None
         patch = patch or {}
-        patch.setdefault("metadata", {}).setdefault("annotations", {})[policy_key(prefix)] = text
+        patch.setdefault("metadata", {}).setdefault("annotations", {})[metadata.policy_key(prefix)] = text
     return {"before": before, "after": after, "patch": patch, "gate_changed": gate_changed(before, after)}
 
 
@@ -289,8 +176,8 @@ def _patch(before, after, labels_patch, prefix):
     if labels_patch:
         patch.setdefault("metadata", {})["labels"] = labels_patch
     if after["gate"] != before["gate"]:
-        text = record_text(after["gate"]) if after["gate"] is not None else None
-        patch.setdefault("metadata", {})["annotations"] = {record_key(prefix): text}
+        text = metadata.record_text(after["gate"]) if after["gate"] is not None else None
+        patch.setdefault("metadata", {})["annotations"] = {metadata.record_key(prefix): text}
     return patch or None
 
 

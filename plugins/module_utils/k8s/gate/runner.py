@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import clock as utc_clock
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import events
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import events, metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
 
@@ -119,7 +119,7 @@ class AdmissionRunner(object):
             if name not in nodes:
                 results[name] = {"name": name, "changed": False, "failed": True, "msg": "node %s not found" % name}
                 continue
-            view = gate.node_view(nodes[name], prefix)
+            view = metadata.node_view(nodes[name], prefix)
             if view["gate_error"]:
                 # A hand-edited record: writing ours would lose what it says the gate did.
                 results[name] = {"name": name, "changed": False, "failed": True, "msg": view["gate_error"]}
@@ -130,7 +130,7 @@ class AdmissionRunner(object):
                 results[name] = self.conflict(name, plans.pop(name), why)
         fleet = None
         if fleet_nodes is not None and self.request["state"] == "gated":
-            views = [gate.node_view(node, prefix) for node in fleet_nodes]
+            views = [metadata.node_view(node, prefix) for node in fleet_nodes]
             fleet = gate.check_share(views, dict((name, plan["after"]) for name, plan in plans.items()),
                                      self.request)
         for name, plan in plans.items():
@@ -156,7 +156,7 @@ class AdmissionRunner(object):
 
         def plan_patch(current):
             if current is not node:
-                view = gate.node_view(current, self.request["prefix"])
+                view = metadata.node_view(current, self.request["prefix"])
                 planned["plan"] = gate.plan_node(view, self.request, self.record_fields)
                 planned["why"] = self.changed_since_read(view)
                 if planned["why"]:

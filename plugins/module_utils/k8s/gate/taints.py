@@ -43,14 +43,7 @@ def check_taints(taints, prefix, field="taints"):
     return checked
 
 
-def normalise(taint):
-    """A taint as the API returns it, reduced to what identifies and matters."""
-    entry = {"key": taint["key"], "effect": taint.get("effect")}
-    if taint.get("value"):
-        entry["value"] = taint["value"]
-    if taint.get("timeAdded"):
-        entry["timeAdded"] = taint["timeAdded"]
-    return entry
+normalise = metadata.normalise_taint
 
 
 def with_gate(current, wanted):

@@ -13,7 +13,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.plan import node_view
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import node_view
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"

@@ -17,7 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain import overcommit
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.plan import node_view
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import node_view
 
 RESOURCES = ("cpu", "memory")
 # Pods in these phases hold no resources any more (as kubectl describe node).

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation
 
@@ -33,8 +33,8 @@ def test_brackets_inside_strings_do_not_count_as_nesting():
 
 
 def test_every_record_reader_reports_a_deep_value_as_unreadable_instead_of_raising_recursion_error():
-    assert gate.parse_record(DEEP) is None
-    assert gate.parse_policy(DEEP) == (None, "the annotation is not valid JSON (too deeply nested: more than 32 levels)")
+    assert metadata.parse_record(DEEP) is None
+    assert metadata.parse_policy(DEEP) == (None, "the annotation is not valid JSON (too deeply nested: more than 32 levels)")
     with pytest.raises(reservation.ReservationError, match="too deeply nested"):
         reservation.decode_record(DEEP)
     policy = ET.Element("policy")

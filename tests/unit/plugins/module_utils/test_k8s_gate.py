@@ -25,7 +25,7 @@ def node(name="n1", node_taints=None, unschedulable=False, labels=None, record=N
 
 
 def plan(obj, req):
-    return gate.plan_node(gate.node_view(obj, PREFIX), req, FIELDS)
+    return gate.plan_node(metadata.node_view(obj, PREFIX), req, FIELDS)
 
 
 def test_short_keys_get_the_prefix_and_foreign_keys_are_refused():
@@ -65,7 +65,7 @@ def test_gating_a_gated_node_again_changes_nothing_and_keeps_the_first_record():
     first = plan(node(node_taints=[FOREIGN]), request())
     gated = node(node_taints=first["after"]["taints"], record=first["after"]["gate"])
     later = dict(FIELDS, time="2026-01-06T00:00:00Z")
-    second = gate.plan_node(gate.node_view(gated, PREFIX), request(), later)
+    second = gate.plan_node(metadata.node_view(gated, PREFIX), request(), later)
     assert second["patch"] is None
     assert second["after"]["gate"]["time"] == FIELDS["time"]
 
@@ -121,7 +121,7 @@ def test_labels_are_set_and_removed_without_touching_foreign_ones():
 
 
 def test_share_check_refuses_closing_too_much_of_the_fleet_and_force_overrides():
-    views = [gate.node_view(node("n%d" % i), PREFIX) for i in range(4)]
+    views = [metadata.node_view(node("n%d" % i), PREFIX) for i in range(4)]
     req = request()
     planned = dict(("n%d" % i, plan(node("n%d" % i), req)["after"]) for i in range(3))
     with pytest.raises(gate.GateRefusal, match="3 of 4 nodes would be closed"):
@@ -131,17 +131,17 @@ def test_share_check_refuses_closing_too_much_of_the_fleet_and_force_overrides()
 
 
 def test_share_check_counts_cordons_but_not_foreign_or_soft_taints():
-    views = [gate.node_view(node("a", unschedulable=True), PREFIX),
-             gate.node_view(node("b", node_taints=[FOREIGN]), PREFIX),
-             gate.node_view(node("c", node_taints=[{"key": PREFIX + "x", "effect": "PreferNoSchedule"}]), PREFIX),
-             gate.node_view(node("d"), PREFIX)]
+    views = [metadata.node_view(node("a", unschedulable=True), PREFIX),
+             metadata.node_view(node("b", node_taints=[FOREIGN]), PREFIX),
+             metadata.node_view(node("c", node_taints=[{"key": PREFIX + "x", "effect": "PreferNoSchedule"}]), PREFIX),
+             metadata.node_view(node("d"), PREFIX)]
     assert gate.check_share(views, {}, request())["closed_before"] == 1
 
 
 def test_a_task_that_closes_no_more_nodes_is_never_refused():
-    closed = [gate.node_view(node("n%d" % i, node_taints=[{"key": PREFIX + "gated", "effect": "NoSchedule"}]),
-                             PREFIX) for i in range(3)]
-    views = closed + [gate.node_view(node("n3"), PREFIX)]
+    closed = [metadata.node_view(node("n%d" % i, node_taints=[{"key": PREFIX + "gated", "effect": "NoSchedule"}]),
+                                 PREFIX) for i in range(3)]
+    views = closed + [metadata.node_view(node("n3"), PREFIX)]
     again = dict((v["name"], v) for v in closed)
     assert gate.check_share(views, again, request())["closed_after"] == 3
 
@@ -153,7 +153,7 @@ def test_with_gate_is_a_no_op_when_the_owned_taints_already_match():
 
 @pytest.mark.parametrize("text", ["{hand-edited", "[1, 2]", "\"gated\"", "x" * 5000])
 def test_an_unreadable_gate_record_is_an_error_naming_the_annotation(text):
-    view = gate.node_view({"metadata": {"name": "n1", "annotations": {PREFIX + "gate": text}}}, PREFIX)
+    view = metadata.node_view({"metadata": {"name": "n1", "annotations": {PREFIX + "gate": text}}}, PREFIX)
     assert view["gate"] is None
     assert view["gate_error"].startswith("the gate record in annotation overcommit.control/gate cannot be read")
     assert len(view["gate_error"]) < 300
@@ -161,6 +161,6 @@ def test_an_unreadable_gate_record_is_an_error_naming_the_annotation(text):
 
 def test_a_readable_or_absent_gate_record_is_no_error():
     record = json.dumps({"reason": "x", "cordoned": False})
-    assert gate.node_view({"metadata": {"name": "n1", "annotations": {PREFIX + "gate": record}}},
-                          PREFIX)["gate_error"] is None
-    assert gate.node_view({"metadata": {"name": "n1"}}, PREFIX)["gate_error"] is None
+    assert metadata.node_view({"metadata": {"name": "n1", "annotations": {PREFIX + "gate": record}}},
+                              PREFIX)["gate_error"] is None
+    assert metadata.node_view({"metadata": {"name": "n1"}}, PREFIX)["gate_error"] is None

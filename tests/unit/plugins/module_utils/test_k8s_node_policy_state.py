@@ -10,6 +10,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_node
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import events
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import runner as admission, plan as gate
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.nodes import usage as node_usage
 
@@ -33,7 +34,7 @@ def node(name="n1", taints=None, unschedulable=False, labels=None, annotations=N
 
 
 def plan(obj, req):
-    return gate.plan_node(gate.node_view(obj, PREFIX), req, FIELDS)
+    return gate.plan_node(metadata.node_view(obj, PREFIX), req, FIELDS)
 
 
 # ---------------------------------------------------------------- options
@@ -82,18 +83,18 @@ def test_an_expected_entry_of_the_wrong_shape_names_the_field(expected, field):
 def test_the_view_reads_the_policy_state_and_the_kill_switch():
     stored = node(annotations={PREFIX + "policy": '{"rule": "gate_pressure", "gated_at": 1}'},
                   labels={PREFIX + "paused": "true"})
-    view = gate.node_view(stored, PREFIX)
+    view = metadata.node_view(stored, PREFIX)
     assert view["policy"] == {"rule": "gate_pressure", "gated_at": 1} and view["policy_error"] is None
     assert view["paused"] is True
-    assert gate.node_view(node(labels={PREFIX + "paused": "false"}), PREFIX)["paused"] is False
-    assert gate.node_view(node(labels={"other.example/paused": "true"}), PREFIX)["paused"] is False
-    assert gate.node_view(node(), PREFIX)["policy"] is None
+    assert metadata.node_view(node(labels={PREFIX + "paused": "false"}), PREFIX)["paused"] is False
+    assert metadata.node_view(node(labels={"other.example/paused": "true"}), PREFIX)["paused"] is False
+    assert metadata.node_view(node(), PREFIX)["policy"] is None
 
 
 @pytest.mark.parametrize("text,why", [("{not json", "not valid JSON"), ("[1, 2]", "list, not a mapping"),
                                       ("null", "NoneType, not a mapping")])
 def test_a_policy_annotation_that_cannot_be_read_is_null_with_the_reason(text, why):
-    view = gate.node_view(node(annotations={PREFIX + "policy": text}), PREFIX)
+    view = metadata.node_view(node(annotations={PREFIX + "policy": text}), PREFIX)
     assert view["policy"] is None and why in view["policy_error"]
 
 
@@ -151,12 +152,12 @@ def test_opening_with_the_state_removed_is_one_write():
 # ---------------------------------------------------------------- expected
 
 def test_changed_since_read_compares_as_a_plan_does():
-    view = gate.node_view(node(taints=[{"key": "example.com/x", "value": "1", "effect": "NoSchedule"}]), PREFIX)
+    view = metadata.node_view(node(taints=[{"key": "example.com/x", "value": "1", "effect": "NoSchedule"}]), PREFIX)
     assert gate.changed_since_read(view, dict(OPEN_SEEN, taints=["example.com/x=1:NoSchedule"])) is None
     assert gate.changed_since_read(view, seen_of_node(view)) is None
     why = gate.changed_since_read(view, OPEN_SEEN)
     assert why == "n1 changed since it was read: taints was [], is ['example.com/x=1:NoSchedule'] now"
-    cordoned = gate.node_view(node(unschedulable=True), PREFIX)
+    cordoned = metadata.node_view(node(unschedulable=True), PREFIX)
     assert gate.changed_since_read(cordoned, OPEN_SEEN).startswith("n1 changed since it was read: cordoned was False")
 
 

@@ -20,7 +20,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake impor
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import (
     AppliedRecord, ThrottleRecord, same_record_text)
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate import plan as gate
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation as rsv
 
@@ -161,21 +161,21 @@ def node(annotations):
 def test_node_records_without_schema_read_and_are_written_in_the_current_schema():
     first = {PREFIX + "gate": '{"reason": "PSI high", "by": "ops", "time": "t"}',
              PREFIX + "policy": '{"rule": "gate_pressure", "gated_at": 1}'}
-    view = gate.node_view(node(first), PREFIX)
+    view = metadata.node_view(node(first), PREFIX)
     assert view["gate"] == {"reason": "PSI high", "by": "ops", "time": "t"} and view["gate_error"] is None
     assert view["policy"] == {"rule": "gate_pressure", "gated_at": 1} and view["policy_error"] is None
-    assert json.loads(gate.record_text(view["gate"]))["schema"] == record.RECORD_SCHEMA
-    assert json.loads(gate.policy_text(view["policy"]))["schema"] == record.RECORD_SCHEMA
+    assert json.loads(metadata.record_text(view["gate"]))["schema"] == record.RECORD_SCHEMA
+    assert json.loads(metadata.policy_text(view["policy"]))["schema"] == record.RECORD_SCHEMA
     # Read back, the schema is the annotation's, not part of the record or state.
-    again = gate.node_view(node({PREFIX + "gate": gate.record_text(view["gate"]),
-                                 PREFIX + "policy": gate.policy_text(view["policy"])}), PREFIX)
+    again = metadata.node_view(node({PREFIX + "gate": metadata.record_text(view["gate"]),
+                                     PREFIX + "policy": metadata.policy_text(view["policy"])}), PREFIX)
     assert (again["gate"], again["policy"]) == (view["gate"], view["policy"])
 
 
 def test_node_records_of_a_newer_schema_are_not_read_and_say_why():
     newer = {PREFIX + "gate": json.dumps({"reason": "PSI high", "schema": NEWER}),
              PREFIX + "policy": json.dumps({"rule": "gate_pressure", "schema": NEWER})}
-    view = gate.node_view(node(newer), PREFIX)
+    view = metadata.node_view(node(newer), PREFIX)
     assert view["gate"] is None and "newer overcommit.control" in view["gate_error"]
     assert PREFIX + "gate" in view["gate_error"] and "nothing was changed" in view["gate_error"]
     assert view["policy"] is None and "newer overcommit.control" in view["policy_error"]
@@ -183,7 +183,7 @@ def test_node_records_of_a_newer_schema_are_not_read_and_say_why():
 
 def test_a_policy_state_may_not_use_the_key_the_schema_is_kept_under():
     with pytest.raises(ValueError, match="policy_state.schema"):
-        gate.check_policy_state({"rule": "x", "schema": 1})
+        metadata.check_policy_state({"rule": "x", "schema": 1})
 
 
 # --- the vSphere custom attribute --------------------------------------------------
