@@ -15,7 +15,7 @@ next. Pure: no I/O.
                busiest first, one step (10 %) a cycle until enough is
                released, with a floor, and disable scheduling on the node;
                2 intervals under it and a 300 s cooldown step them back up;
-  overcommit   this collection's policy (domain/policy.py), its state kept
+  overcommit   this collection's policy (domain/policy/), its state kept
                as the runners keep it: on each object, between cycles.
 
 An action is (kind, key, cpus, rule): kind cap/lift for a VM key
