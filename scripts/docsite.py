@@ -16,7 +16,12 @@ what antsibull-docs does not write:
   event sources, so antsibull-docs does not render them). Their markup is
   parsed strictly: an error fails the build.
 
+Also docs/event-sources.md, the same pages as one Markdown guide that ships
+with the collection, with the rulebooks' own header comments; a unit test
+checks it is what this script writes.
+
 Usage: python scripts/docsite.py RST_DIR  (run after antsibull-docs wrote it)
+       python scripts/docsite.py --event-sources-md  (rewrites docs/event-sources.md)
 """
 
 import ast
@@ -211,7 +216,88 @@ def write_ansible_inventory(rst, path):
     return len(entries) + len(envvar_entries)
 
 
+MD_MARKUP = ((re.compile(r"[COVMER]V?\(([^)]*)\)"), r"`\1`"), (re.compile(r"B\(([^)]*)\)"), r"**\1**"),
+             (re.compile(r"I\(([^)]*)\)"), r"*\1*"), (re.compile(r"U\(([^)]*)\)"), r"<\1>"),
+             (re.compile(r"L\(([^,)]*), *([^)]*)\)"), r"[\1](\2)"))
+
+
+def markdown(text):
+    """Ansible markup as Markdown; checked by the strict parser first."""
+    parse(text, Context(), errors="exception", strict=True)
+    for pattern, replacement in MD_MARKUP:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def source_strings(path):
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    return {node.targets[0].id: node.value.value for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
+def event_sources_markdown():
+    """docs/event-sources.md: every event source from its DOCUMENTATION and
+    EXAMPLES, then every rulebook from its header comment."""
+    out = ["# Event sources and rulebooks", "",
+           "Generated from the plugins' documentation by `python scripts/docsite.py --event-sources-md`; "
+           "do not edit by hand.", "",
+           "`ansible-doc` does not know Event-Driven Ansible sources, so their documentation is here. Rulebooks "
+           "name a source as `%s.NAME`; where the rulebooks run and what they need is in [eda.md](eda.md)."
+           % COLLECTION, ""]
+    for path in sorted(glob.glob(os.path.join(ROOT, "extensions", "eda", "plugins", "event_source", "*.py"))):
+        if os.path.basename(path).startswith("_"):
+            continue
+        strings = source_strings(path)
+        doc = yaml.safe_load(strings["DOCUMENTATION"])
+        name = os.path.basename(path)[:-3]
+        out += ["## %s.%s" % (COLLECTION, name), "", markdown(doc["short_description"]) + ".", ""]
+        out += ["- " + markdown(paragraph) for paragraph in doc.get("description", [])] + [""]
+        if doc.get("requirements"):
+            out += ["Requirements: " + "; ".join(markdown(r) for r in doc["requirements"]) + ".", ""]
+        if doc.get("options"):
+            out += ["| option | type | default | description |", "|---|---|---|---|"]
+            for option in sorted(doc["options"]):
+                spec = doc["options"][option]
+                kind = spec.get("type", "str") + (" of " + spec["elements"] if spec.get("elements") else "")
+                default = "required" if spec.get("required") else (
+                    "`%s`" % yaml.safe_dump(spec["default"], default_flow_style=True).strip().removesuffix(
+                        "...").strip() if "default" in spec else "")
+                description = spec.get("description", [])
+                description = description if isinstance(description, list) else [description]
+                if spec.get("choices"):
+                    description = description + ["Choices: %s." % ", ".join("C(%s)" % c for c in spec["choices"])]
+                out.append("| `%s` | %s | %s | %s |" % (option, kind, default, " ".join(
+                    markdown(d) for d in description).replace("|", "\\|")))
+            out.append("")
+        if strings.get("EXAMPLES"):
+            yaml.safe_load(strings["EXAMPLES"])
+            out += ["```yaml", strings["EXAMPLES"].strip("\n"), "```", ""]
+    out += ["## Rulebooks", ""]
+    for path in sorted(glob.glob(os.path.join(ROOT, "extensions", "eda", "rulebooks", "*.yml"))):
+        name = os.path.basename(path)[:-4]
+        comment = []
+        with open(path) as handle:
+            for line in handle:
+                if line.startswith("---"):
+                    continue
+                if not line.startswith("#"):
+                    break
+                comment.append(line[1:].rstrip("\n")[1:] if line.startswith("# ") else line[1:].rstrip("\n"))
+        out += ["### %s.%s" % (COLLECTION, name), "", "```text", "\n".join(comment).strip("\n"), "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+EVENT_SOURCES_MD = os.path.join(ROOT, "docs", "event-sources.md")
+
+
 def main():
+    if sys.argv[1:] == ["--event-sources-md"]:
+        with open(EVENT_SOURCES_MD, "w") as handle:
+            handle.write(event_sources_markdown())
+        print("wrote %s" % EVENT_SOURCES_MD)
+        return
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
     rst = sys.argv[1]

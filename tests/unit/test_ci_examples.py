@@ -31,3 +31,21 @@ def test_a_broken_pipeline_is_refused(tmp_path):
     checked = subprocess.run([TOOL, "--builtin-schema", "vendor.github-workflows", str(broken)],
                              capture_output=True, text=True, timeout=120, check=False)
     assert checked.returncode != 0
+
+
+def test_the_requirements_example_installs_the_version_the_collection_is():
+    """docs/ci/requirements.yml, which both pipelines install from, names
+    the collection at the version galaxy.yml gives it."""
+    import yaml
+    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
+        version = yaml.safe_load(handle)["version"]
+    with open(os.path.join(ROOT, "docs", "ci", "requirements.yml")) as handle:
+        requirements = yaml.safe_load(handle)
+    (entry,) = requirements["collections"]
+    assert entry["type"] == "git" and entry["name"].endswith(".git") and entry["version"] == version, entry
+    with open(os.path.join(ROOT, "docs", "ci", "requirements.yml")) as handle:
+        text = handle.read()
+    assert "overcommit-control-%s.tar.gz" % version in text
+    for example in ("github-actions-stage2.yml", "gitlab-ci-stage2.yml"):
+        with open(os.path.join(ROOT, "docs", "ci", example)) as handle:
+            assert "collection install -r collections/requirements.yml" in handle.read()

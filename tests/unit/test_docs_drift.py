@@ -15,6 +15,7 @@ guides (README.md, docs/*.md) and the collection, caught when it happens.
 import ast
 import glob
 import importlib
+import importlib.util
 import os
 import re
 
@@ -262,3 +263,16 @@ def test_the_readme_lists_all_the_included_content():
     missing = sorted(name for name in set(shipped) - {"lab_demo"} if not re.search(r"`%s`" % re.escape(name), section)
                      and "playbooks/%s.yml" % name not in section)
     assert len(shipped) > 40 and not missing, missing
+
+
+def test_the_event_sources_guide_is_the_one_the_plugins_make():
+    """docs/event-sources.md ships the event sources' and rulebooks' own
+    documentation (ansible-doc does not read event sources); it is written
+    by scripts/docsite.py from them and must not drift."""
+    spec = importlib.util.spec_from_file_location("docsite", os.path.join(ROOT, "scripts", "docsite.py"))
+    docsite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(docsite)
+    expected = docsite.event_sources_markdown()
+    assert "## overcommit.control.host_pressure" in expected and "### overcommit.control.closed_loop_polling" in expected
+    assert read("docs/event-sources.md") == expected, \
+        "docs/event-sources.md is not what the plugins say: run python scripts/docsite.py --event-sources-md"
