@@ -221,3 +221,18 @@ def test_the_k8s_features_do_not_import_each_other():
                 if parts and parts[0] in features and parts[0] != feature:
                     wrong.append("%s imports %s" % (os.path.relpath(path, ROOT), name))
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_map_of_tests_is_the_one_the_tests_make():
+    """tests/MAP.md finds a module's, role's or playbook's tests from its
+    name; scripts/test_map.py writes it from the tests, and it must not drift."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("test_map", os.path.join(ROOT, "scripts", "test_map.py"))
+    test_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(test_map)
+    rows = test_map.rows()
+    # Guards against a map that finds nothing: every module is run by some test.
+    unrun = [name for kind, name, used, _code in rows if kind == "module" and not used]
+    assert len(rows) > 40 and not unrun, unrun
+    with open(os.path.join(ROOT, "tests", "MAP.md")) as handle:
+        assert handle.read() == test_map.render(), "tests/MAP.md is stale: run python scripts/test_map.py"
