@@ -27,22 +27,18 @@ def outcome(refusal):
     return {"failed": True, "msg": str(refusal)}
 
 
-def each(items, one, start=started, refused=None, workers=1):
+def each(items, one, start=started, workers=1):
     """One result per item, in order. one(item, result) fills `result`
     (start(item)) and may return another dict to use instead (an early
-    answer: skipped, not found). A per-object refusal it raises
-    (errors.PER_OBJECT) is merged into what was filled so far as the
-    refusal's outcome, and the other items go on; refused(item, result,
-    exc), when given, adds to a refused item's result (an Event, what is
-    left of it). Up to `workers` items run at once."""
+    answer). A per-object refusal it raises (errors.PER_OBJECT) is merged
+    into what was filled so far as the refusal's outcome, and the other
+    items go on. Up to `workers` items run at once."""
     def run(item):
         result = start(item)
         try:
             answer = one(item, result)
         except PER_OBJECT as exc:
             result.update(outcome(exc))
-            if refused is not None:
-                refused(item, result, exc)
             return result
         return result if answer is None else answer
     if workers > 1:
