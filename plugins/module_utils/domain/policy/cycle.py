@@ -25,10 +25,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 
 ACTIONS = ("gate", "weight", "throttle", "relax", "restore", "open")
 
-
 # Order of escalation inside a cycle: gates first, then weights and caps, then letting go.
 ACTION_ORDER = {"gate": 0, "weight": 1, "throttle": 1, "relax": 2, "restore": 3, "open": 4}
-
 
 # What the rules see of one host: its view (with the pool's CPUs and the
 # pressure net of the brakes' own), its VMs, their states this cycle, and

@@ -19,11 +19,9 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 # 2..262144 (cgroup v1) and a cgroup v2 cpu.weight 1..10000.
 MIN_WEIGHT = 2
 
-
 # A demotion that leaves the culprit more than this share of its weight
 # changes too little to shorten anyone's wait: the quota rung comes next.
 WEIGHT_STEP_SHARE = 0.5
-
 
 # How fast a VM's quiet baseline follows its wait in calm cycles (an
 # exponential average over about five of them), and its resolution: a
@@ -31,9 +29,7 @@ WEIGHT_STEP_SHARE = 0.5
 # state rarely, not every cycle.
 BASE_WEIGHT = 0.2
 
-
 BASE_STEP = 0.01
-
 
 # Usual demand (state `usual`, CPUs): an exponential average over
 # usual_hours, kept to USUAL_STEP so that most cycles store nothing new,
@@ -42,12 +38,9 @@ BASE_STEP = 0.01
 # is at its usual level.
 USUAL_STEP = 0.05
 
-
 USUAL_TRUST_SECONDS = 600
 
-
 USUAL_SAMPLE_SECONDS = 3600
-
 
 BUSY_AS_USUAL = 1.25
 

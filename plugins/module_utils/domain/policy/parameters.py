@@ -15,7 +15,6 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 
 NAME = "overcommit"
 
-
 # name: (default, low, high, what it is). Defaults from the field: Crane
 # (10 s samples, 2-of-2 style N-of-M triggers, 300 s cooldowns), Koordinator
 # (cut fast, recover at most +10 % a round), PARTIES/Heracles (a band
@@ -43,7 +42,6 @@ SHARED_PARAMETERS = {
     "max_cooldown_seconds": (1800, 0, None, "longest cooldown after repeated reversals (it doubles at each)"),
     "max_actions_per_cycle": (100, 1, None, "most actions one cycle plans; the rest wait for the next"),
 }
-
 
 SHARED_INTEGERS = ("trigger_n", "trigger_m", "max_actions_per_cycle")
 # Every parameter: those above, then each rule's own.

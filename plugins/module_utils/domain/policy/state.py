@@ -11,9 +11,7 @@ __metaclass__ = type
 
 TIGHTEN = "tighten"
 
-
 LOOSEN = "loosen"
-
 
 # State keys a brake of ours keeps (a cap, a demoted weight); dropped
 # together when the exact restore takes both away.

@@ -19,7 +19,6 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 # namespace/name, braked through its launcher pod) on the node of its host.
 LIBVIRT, KUBEVIRT = "libvirt", "kubevirt"
 
-
 PLATFORMS = (LIBVIRT, KUBEVIRT)
 
 
