@@ -236,3 +236,16 @@ def test_the_map_of_tests_is_the_one_the_tests_make():
     assert len(rows) > 40 and not unrun, unrun
     with open(os.path.join(ROOT, "tests", "MAP.md")) as handle:
         assert handle.read() == test_map.render(), "tests/MAP.md is stale: run python scripts/test_map.py"
+
+
+def test_the_unit_tests_of_module_utils_mirror_its_folders():
+    """A unit test of module_utils code sits in the folder of that code
+    (tests/unit/plugins/module_utils/k8s/brake/ tests k8s/brake/), so a
+    file's tests are found from its path."""
+    tests = os.path.join(ROOT, "tests", "unit", "plugins", "module_utils")
+    wrong = []
+    for path in python_files(tests):
+        folder = os.path.relpath(os.path.dirname(path), tests)
+        if folder == "." or not os.path.isdir(os.path.join(PLUGINS, "module_utils", folder)):
+            wrong.append(os.path.relpath(path, ROOT))
+    assert len(list(python_files(tests))) > 30 and not wrong, "\n".join(wrong)

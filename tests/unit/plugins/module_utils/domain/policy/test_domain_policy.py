@@ -1076,7 +1076,7 @@ def test_the_same_input_gives_the_same_plan():
 
 
 def test_docs_explain_every_parameter_and_metric():
-    docs = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "policy.md")
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "..", "docs", "policy.md")
     with open(docs) as handle:
         text = handle.read()
     names = list(policy.PARAMETERS) + [name for name in metrics.METRICS if not name.startswith("containment_")]

@@ -76,7 +76,7 @@ def test_the_shipped_queue_delay_is_the_fit_of_the_recorded_lab_run_and_beats_th
     measured on the lab (a light guest beside 0 to 3 spinning guests): the
     value shipped is its least-squares fit, and the model with it is several
     times closer to the measured delays than the fluid share-out."""
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "bench", "recorded", "host_queueing_lab.json")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "bench", "recorded", "host_queueing_lab.json")
     with open(path) as handle:
         recorded = json.load(handle)
     cpus, points = recorded["cpus"], recorded["points"]
@@ -94,7 +94,7 @@ def test_the_shipped_weight_exponents_are_the_fit_of_the_recorded_weight_sweep_a
     cpu_shares, KVM guests): the exponents shipped are its least-squares fit,
     and the model with them is several times closer to the measured wait
     ratios than a queue that ignores weights."""
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "bench", "recorded", "weight_sweep_lab.json")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "bench", "recorded", "weight_sweep_lab.json")
     with open(path) as handle:
         recorded = json.load(handle)
     cpus, points = recorded["cpus"], recorded["points"]
@@ -311,7 +311,7 @@ def unmet_targets(verdict):
 
 
 def documented_misses():
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "policy.md")) as handle:
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "docs", "policy.md")) as handle:
         return handle.read().split("Targets and what is not met")[1].split("## Speed")[0]
 
 
