@@ -187,22 +187,24 @@ def set_state(domain, state):
 
 
 def calibrate(client, conn, disk_dir, seconds, domain_type="qemu"):
-    """Loops per tick for a victim at VICTIM_LEVEL, from a probe and the bare
-    timer each run alone, and the CPU weight a guest starts with."""
-    used, shares = {}, None
-    for label, loops in (("probe", lab_guests.PROBE_LOOPS), ("timer", 1)):
-        disk = os.path.join(disk_dir, "calibrate-%s.img" % label)
+    """Loops per tick for a victim at VICTIM_LEVEL (lab_guests.calibrated:
+    a probe, then corrections by what the victim itself used once booted),
+    and the CPU weight a guest starts with."""
+    def used_by(loops):
+        disk = os.path.join(disk_dir, "calibrate-%d.img" % loops)
         with open(disk, "wb") as handle:
             handle.write(lab_guests.duty_boot_sector(loops))
         domain = conn.createXML(lab_guests.guest_xml(PREFIX + "calibrate", disk, cpus=pool_cpus(),
                                                      domain_type=domain_type), 0)
-        try:
-            time.sleep(2)
-            used[label] = lab_guests.cpu_rate(client, domain, seconds)
-            shares = client.scheduler_parameters(domain, LIVE).get("cpu_shares")
-        finally:
-            domain.destroy()
-    return lab_guests.duty_loops(VICTIM_LEVEL, used["probe"], used["timer"]), shares
+        time.sleep(lab_guests.SETTLE_SECONDS)
+        return domain, lab_guests.cpu_rate(client, domain, seconds)
+
+    victim, loops, _used = lab_guests.calibrated(VICTIM_LEVEL, used_by)
+    try:
+        shares = client.scheduler_parameters(victim, LIVE).get("cpu_shares")
+    finally:
+        victim.destroy()
+    return loops, shares
 
 
 def alone_rates(client, domains, seconds):
@@ -211,7 +213,7 @@ def alone_rates(client, domains, seconds):
     for name, domain in domains.items():
         domain.create()
         try:
-            time.sleep(2)
+            time.sleep(lab_guests.SETTLE_SECONDS)
             rates[name] = round(lab_guests.cpu_rate(client, domain, seconds), 3)
         finally:
             domain.destroy()

@@ -85,6 +85,33 @@ def duty_loops(level, probe_used, timer_used):
     return max(1, int(PROBE_LOOPS * (level - timer_used) / max(probe_used - timer_used, 1e-3)))
 
 
+# Seconds a freshly started guest is left before it is measured: its
+# firmware burns a whole CPU while it boots.
+SETTLE_SECONDS = 3.0
+
+
+def calibrated(level, used_by, passes=5):
+    """(guest, loops, used): a duty guest running at about `level` CPUs.
+    used_by(loops) starts one and returns (guest, CPUs it used alone) once
+    it has booted. A first guess from a probe (what PROBE_LOOPS cost against
+    the bare timer), then up to `passes` corrections by what the guest
+    itself used: under KVM a loop costs so little that the probe alone is
+    mostly noise. The guest is left running; the probes are stopped."""
+    probe, probe_used = used_by(PROBE_LOOPS)
+    probe.destroy()
+    timer, timer_used = used_by(1)
+    timer.destroy()
+    loops = duty_loops(level, probe_used, timer_used)
+    for number in range(passes):
+        guest, used = used_by(loops)
+        if abs(used - level) <= 0.2 * level or number == passes - 1:
+            break
+        guest.destroy()
+        factor = min(5.0, max(0.2, (level - timer_used) / max(used - timer_used, 1e-3)))
+        loops = max(1, int(loops * factor))
+    return guest, loops, used
+
+
 def bench_arguments(parser, accel=True):
     """The options every lab bench shares: --accel (where it starts guests),
     --json (write the run) and --from (report on a written run instead)."""

@@ -86,28 +86,15 @@ def stop(domain):
         pass
 
 
-def calibrated_light(client, conn, disk_dir, domain_type, seconds, settle, passes=5):
-    """The light guest running at about LEVEL CPUs, and what it uses alone.
-    A first guess from a probe (what PROBE_LOOPS cost against the bare
-    timer), then up to `passes` corrections by what the guest itself used:
-    under KVM a loop costs so little that the probe alone is mostly noise."""
+def calibrated_light(client, conn, disk_dir, domain_type, seconds, settle):
+    """The light guest running at about LEVEL CPUs, and what it uses alone
+    (lab_guests.calibrated)."""
     def used_by(loops):
         domain = start(conn, disk_dir, LIGHT, lab_guests.duty_boot_sector(loops), domain_type)
         time.sleep(settle)
         return domain, lab_guests.cpu_rate(client, domain, seconds)
 
-    probe, probe_used = used_by(lab_guests.PROBE_LOOPS)
-    stop(probe)
-    timer, timer_used = used_by(1)
-    stop(timer)
-    loops = lab_guests.duty_loops(LEVEL, probe_used, timer_used)
-    for number in range(passes):
-        light, used = used_by(loops)
-        if abs(used - LEVEL) <= 0.2 * LEVEL or number == passes - 1:
-            break
-        stop(light)
-        factor = min(5.0, max(0.2, (LEVEL - timer_used) / max(used - timer_used, 1e-3)))
-        loops = max(1, int(loops * factor))
+    light, _loops, used = lab_guests.calibrated(LEVEL, used_by)
     return light, used
 
 
