@@ -276,3 +276,11 @@ def test_the_event_sources_guide_is_the_one_the_plugins_make():
     assert "## overcommit.control.host_pressure" in expected and "### overcommit.control.closed_loop_polling" in expected
     assert read("docs/event-sources.md") == expected, \
         "docs/event-sources.md is not what the plugins say: run python scripts/docsite.py --event-sources-md"
+
+
+def test_every_guide_is_in_the_documentation_sites_table_of_contents():
+    """The site's build fails on a page no toctree includes (Sphinx -W)."""
+    index = read(os.path.join("docs", "docsite", "index.rst"))
+    listed = set(re.findall(r"^\s+guides/([a-z0-9-]+)\s*$", index, re.M))
+    guides = set(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    assert len(listed) > 10 and guides <= listed, sorted(guides - listed)

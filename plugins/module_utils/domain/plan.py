@@ -70,7 +70,8 @@ def change_text(action):
         return "%s to %s, was %s" % (kind, cpus_text(action["cpus"]), cpus_text(action.get("previous_cpus")))
     if kind == "weight":
         was = action.get("previous_shares")
-        return "demote CPU weight to %d, was %s" % (action["shares"], "unknown" if was is None else "%g" % was)
+        how = "raise" if was is not None and action["shares"] > was else "demote"
+        return "%s CPU weight to %d, was %s" % (how, action["shares"], "unknown" if was is None else "%g" % was)
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
     if kind == "gate" and action.get("effect"):

@@ -40,7 +40,7 @@ def relax(cycle, host, vms, states, idle):
         state = states[vm["key"]]
         if vm["cap"] is None and vm["key"] in cycle.demoted:
             ents = ents or entitlements(host, vms, states)
-            weight.release(cycle, host, vm, state, ents)
+            weight.release(cycle, host, vms, vm, state, ents)
             continue
         if not cycle.ours(vm, state) or state.get("rule") != "contain":
             continue

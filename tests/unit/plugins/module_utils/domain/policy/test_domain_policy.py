@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits, policy
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import metrics
 
 NOW = 1_700_000_000
@@ -1121,3 +1122,70 @@ def test_the_kill_switch_keeps_even_the_usual_demand_off_the_object():
     busy = [vm("web-1", 1.0, paused=True), vm("web-2", 0.5)]
     assert list(decide([host()], busy)["state"]["vms"]) == ["hv-1/web-2"]
     assert decide([dict(host(), paused=True)], busy)["state"]["vms"] == {}
+
+
+def test_the_weight_keeps_the_floor_beside_the_vms_busy_now_not_the_idle_ones():
+    """The lab's recorded cycle with two idle guests added to the pool (the
+    bench pins the lab's own guests there): counted busy, their weight
+    (2 x 1024 more) ruled out any demotion (0.25 x 4096 / 1.75 = 586, over
+    half of 1024), as on the lab; an idle VM takes no share of a full pool,
+    so the floor is kept beside the two busy ones (293), as without them."""
+    hosts, vms = lab_cycle(weights={"spinner": 1024, "light": 1024, "other": 1024})
+    idle = [dict(vm(name, 0.01, 0.0, vcpus=1), weight=1024) for name in ("idle-1", "idle-2")]
+    plan = decide(hosts, vms + idle)
+    assert kinds(plan) == [("weight", "spinner")], plan
+    assert plan["actions"][0]["shares"] == 293
+    assert "beside the VMs busy now it still gets its floor of 0.25 CPUs" in plan["actions"][0]["reason"]
+    # Both idle guests wake while the light one still waits: the quota rung
+    # caps the spinner, and the weight the cap keeps is raised to what keeps
+    # its floor beside 4096 of busy weight (586), not left at 293.
+    awake = carry(vms + idle, plan)
+    awake[0]["weight"] = 293
+    for entry in awake[3:]:
+        entry["usage"] = {"cpus_used": 0.4, "steal_cpus": 0.1}
+    capped = decide(hosts, awake, now=NOW + 10)
+    assert kinds(capped) == [("throttle", "spinner")], capped
+    assert capped["actions"][0]["shares"] == 586 and capped["state"]["vms"]["hv-1/spinner"]["weight"] == 586
+
+
+def test_a_demoted_weight_is_raised_when_more_vms_wake_beside_it():
+    """On 8 CPUs a culprit (floor 0.4 CPU) demoted beside the three busy web
+    VMs, the six others idle: 0.4 x 3072 / 7.6 = 162. When one of the idle
+    ones wakes, 162 no longer keeps the floor beside 4096 of busy weight: the
+    weight is raised to 216 (the quota rung waits, weight_cycles 2), and the
+    plan says "raise"."""
+    vms = weighted_noisy_host()
+    for entry in vms[4:]:
+        entry["usage"] = {"cpus_used": 0.01, "steal_cpus": 0.0}
+    first = decide([host(cpus=8)], vms, weight_cycles=2)
+    assert [(a["action"], a["vm"], a["shares"]) for a in first["actions"]] == [("weight", "batch-1", 162)], first
+    woke = carry(vms, first)
+    woke[0]["weight"] = 162
+    woke[4]["usage"] = {"cpus_used": 0.5, "steal_cpus": 0.0}
+    second = decide([host(cpus=8)], woke, now=NOW + 10, weight_cycles=2)
+    assert policy.demoted_weight(0.4, 8.0, 4096) == 216
+    assert [(a["action"], a["vm"], a["shares"], a["previous_shares"]) for a in second["actions"]] == [
+        ("weight", "batch-1", 216, 162)], second
+    assert second["state"]["vms"]["hv-1/batch-1"]["weight"] == 216
+    assert "CPU weight raised from 162 to 216" in second["actions"][0]["reason"]
+    assert plans.change_text(second["actions"][0]) == "raise CPU weight to 216, was 162"
+
+
+def test_a_demoted_weight_no_weight_can_keep_the_floor_of_any_more_is_restored_exactly():
+    """The lab's cycle, the spinner demoted to 293 beside two busy VMs; two
+    idle guests wake, and keeping its floor of 0.25 CPU beside 4096 would
+    need 586, over half of its 1024: the weight is restored exactly (the
+    quota rung, waiting here with weight_cycles 2, brakes it next if it
+    still is a culprit)."""
+    hosts, vms = lab_cycle(weights={"spinner": 1024, "light": 1024, "other": 1024})
+    idle = [dict(vm(name, 0.01, 0.0, vcpus=1), weight=1024) for name in ("idle-1", "idle-2")]
+    first = decide(hosts, vms + idle, weight_cycles=2)
+    assert [(a["action"], a["shares"]) for a in first["actions"]] == [("weight", 293)], first
+    awake = carry(vms + idle, first)
+    awake[0]["weight"] = 293
+    for entry in awake[3:]:
+        entry["usage"] = {"cpus_used": 0.4, "steal_cpus": 0.0}
+    second = decide(hosts, awake, now=NOW + 10, weight_cycles=2)
+    assert kinds(second) == [("restore", "spinner")], second
+    assert "no demoted CPU weight keeps its floor of 0.25 CPUs any more" in second["actions"][0]["reason"]
+    assert "weight" not in (second["state"]["vms"].get("hv-1/spinner") or {})
