@@ -51,13 +51,11 @@ def weigh(cycle, host, vms, states, cut, signals, names, waiting_now):
             if waiting_now:
                 state["weight_waits"] = state.get("weight_waits", 0) + 1
             if state.get("weight_waits", 0) >= params["weight_cycles"]:
-                # The cap the quota rung adds keeps the weight (a throttle
-                # sets the whole brake): first the weight that keeps the
-                # floor beside the VMs busy now, at most the VM's own.
-                needed = demoted_weight(floor_of(vm, params), host["pool"], busy_weight(pool, vm))
-                if needed is None or needed > state["weight"]:
-                    state["weight"] = state["weight_was"] if needed is None else min(needed, state["weight_was"])
-                quota.append(item)
+                # A cap keeps the weight under it (a throttle sets the whole
+                # brake): a weight that no longer keeps the floor beside the
+                # VMs busy now is raised or restored this cycle, the cap next.
+                if not keep_floor(cycle, host, vms, vm, state):
+                    quota.append(item)
             else:
                 cycle.notes.append({"object": vm["key"], "rule": "contain",
                                     "note": "CPU weight demoted to %g: %s; the quota rung waits %d cycle(s) "
@@ -123,21 +121,22 @@ def keep_floor(cycle, host, vms, vm, state):
     busy now (more of them woke since it was set) is raised to the weight
     that does; when that is no demotion worth keeping (over
     WEIGHT_STEP_SHARE of its own weight), it is restored exactly, and the
-    quota rung brakes the VM if it still is a culprit."""
+    quota rung brakes the VM if it still is a culprit. Whether it acted."""
     params = cycle.params
     floor = floor_of(vm, params)
     needed = demoted_weight(floor, host["pool"], busy_weight(pool_vms(vms), vm))
     if needed is not None and needed <= state["weight"]:
-        return
+        return False
     signals = {"cpus_used": vm["used"], "wanted_cpus": round(wanted(vm), 3), "weight": state["weight_was"],
                "demoted_weight": state["weight"], "floor_cpus": round(floor, 3)}
     if needed is None or needed > WEIGHT_STEP_SHARE * state["weight_was"]:
         cycle.propose("restore", host, vm, None, "contain",
                       "more VMs are busy beside it: no demoted CPU weight keeps its floor of %.2f CPUs any more: "
                       "CPU weight restored exactly" % floor, signals, state=cycle.restored(state))
-        return
+        return True
     action = cycle.propose("weight", host, vm, None, "contain",
                            "more VMs are busy beside it: CPU weight raised from %g to %d so that it keeps its floor "
                            "of %.2f CPUs" % (state["weight"], needed, floor), signals,
                            state=dict(state, weight=needed, changed_at=cycle.now))
     (action if action is not None else cycle.held[-1]).update(shares=needed, previous_shares=state["weight"])
+    return True

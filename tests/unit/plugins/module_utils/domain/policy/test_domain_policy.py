@@ -1136,16 +1136,22 @@ def test_the_weight_keeps_the_floor_beside_the_vms_busy_now_not_the_idle_ones():
     assert kinds(plan) == [("weight", "spinner")], plan
     assert plan["actions"][0]["shares"] == 293
     assert "beside the VMs busy now it still gets its floor of 0.25 CPUs" in plan["actions"][0]["reason"]
-    # Both idle guests wake while the light one still waits: the quota rung
-    # caps the spinner, and the weight the cap keeps is raised to what keeps
-    # its floor beside 4096 of busy weight (586), not left at 293.
+    # Both idle guests wake while the light one still waits: before the
+    # quota rung caps it, its weight must keep the floor beside 4096 of busy
+    # weight (586, over half of 1024): restored exactly this cycle, capped
+    # the next if it still is a culprit.
     awake = carry(vms + idle, plan)
     awake[0]["weight"] = 293
     for entry in awake[3:]:
         entry["usage"] = {"cpus_used": 0.4, "steal_cpus": 0.1}
-    capped = decide(hosts, awake, now=NOW + 10)
+    restored = decide(hosts, awake, now=NOW + 10)
+    assert kinds(restored) == [("restore", "spinner")], restored
+    assert "no demoted CPU weight keeps its floor of 0.25 CPUs any more" in restored["actions"][0]["reason"]
+    again = carry(awake, restored)
+    again[0]["weight"] = 1024
+    capped = decide(hosts, again, now=NOW + 20)
     assert kinds(capped) == [("throttle", "spinner")], capped
-    assert capped["actions"][0]["shares"] == 586 and capped["state"]["vms"]["hv-1/spinner"]["weight"] == 586
+    assert "shares" not in capped["actions"][0]
 
 
 def test_a_demoted_weight_is_raised_when_more_vms_wake_beside_it():
