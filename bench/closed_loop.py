@@ -51,6 +51,7 @@ made is removed afterwards.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -348,6 +349,9 @@ def run_arms(phase_seconds, policy_params, calibrate_seconds, repeats, accel):
     repeats, acting first in even ones, so that a drift of the host weighs
     on both), each arm from freshly defined guests."""
     os.sched_setaffinity(0, LOOP_CPUS)  # this script's own sampling stays off the pool too
+    # Stopped with SIGTERM, the run still puts the lab's guests back and
+    # removes its own (the finally below): a killed run left them pinned.
+    signal.signal(signal.SIGTERM, lambda _number, _frame: sys.exit("stopped (SIGTERM): the lab is put back"))
     client = LibvirtClient(URI)
     conn = client.conn
     remove_guests(conn)
