@@ -112,12 +112,16 @@ def option_rows(options):
     return rows
 
 
-def event_source_page(path):
+def source_strings(path):
     with open(path) as handle:
         tree = ast.parse(handle.read(), path)
-    strings = {node.targets[0].id: node.value.value for node in tree.body
-               if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-               and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    return {node.targets[0].id: node.value.value for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
+def event_source_page(path):
+    strings = source_strings(path)
     if "DOCUMENTATION" not in strings:
         raise SystemExit("%s has no DOCUMENTATION" % path)
     doc = yaml.safe_load(strings["DOCUMENTATION"])
@@ -227,14 +231,6 @@ def markdown(text):
     for pattern, replacement in MD_MARKUP:
         text = pattern.sub(replacement, text)
     return text
-
-
-def source_strings(path):
-    with open(path) as handle:
-        tree = ast.parse(handle.read(), path)
-    return {node.targets[0].id: node.value.value for node in tree.body
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
 
 
 def event_sources_markdown():
