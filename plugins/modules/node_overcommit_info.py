@@ -93,6 +93,14 @@ nodes:
     labels:
       description: All the node's labels.
       type: dict
+    dedicated_cpus:
+      description:
+        - Whether KubeVirt's node labeller marks the node as able to give VMs dedicated CPUs (the kubelet's static
+          CPU manager), read from the label C(kubevirt.io/cpumanager) (KubeVirt v1.8 and later) or, without it,
+          C(cpumanager) (earlier releases); null where KubeVirt has labelled neither.
+        - A VM of the C(dedicated) class (C(dedicatedCpuPlacement)) is scheduled only onto such nodes.
+      type: bool
+      version_added: 0.1.1
     taints:
       description: The node's taints (key, value, effect).
       type: list
@@ -136,7 +144,8 @@ nodes:
     - name: worker-07
       system_uuid: a4f01242-0e6a-9c2b-7f1d-3c1e8f0b9a11
       provider_id: vsphere://4212f0a4-6a0e-2b9c-7f1d-3c1e8f0b9a11
-      labels: {kubernetes.io/hostname: worker-07}
+      labels: {kubernetes.io/hostname: worker-07, kubevirt.io/cpumanager: "false"}
+      dedicated_cpus: false
       taints: []
       unschedulable: false
       gate: null

@@ -45,7 +45,7 @@ def test_down_leaves_nothing_of_kubevirt_behind_and_up_brings_it_back(lab, kube_
     vm = lab["OVERCOMMIT_KUBEVIRT_VM"]
     assert kubevirt.running_pod(vm) is not None
     assert {name for _pid, name in processes()} >= {"virt-controller", "virt-handler", "qemu"}
-    # KubeVirt v1.7.0's VMIs have no status subresource; the schema-only CRDs of the other tests do.
+    # KubeVirt v1.8.4's VMIs have no status subresource; the schema-only CRDs of the other tests do.
     assert not vmi_has_status_subresource(kube_admin)
     cni = os.path.join(LAB_HOME, "state", "node", "cni", "net.d", "10-lab.conflist")
     assert os.path.exists(cni)
@@ -64,3 +64,16 @@ def test_down_leaves_nothing_of_kubevirt_behind_and_up_brings_it_back(lab, kube_
     assert "KubeVirt is up" in lab_up
     assert kubevirt.running_pod(vm) is not None and kubevirt.qemu_pid(kubevirt.running_pod(vm))
     assert not vmi_has_status_subresource(kube_admin)
+
+
+def test_node_overcommit_info_reads_the_cpu_manager_label_virt_handler_writes(lab, kube_admin, run_as, kubevirt):
+    """virt-handler's node labeller marks whether the kubelet's static CPU
+    manager can give VMs dedicated CPUs; KubeVirt v1.8 names the label
+    kubevirt.io/cpumanager and still writes the older cpumanager. The lab's
+    kubelet runs without the static policy: both say false."""
+    node = lab["OVERCOMMIT_LAB_NODE"]
+    labels = client.CoreV1Api(kube_admin).read_node(node).metadata.labels
+    assert labels.get("kubevirt.io/cpumanager") == "false" and labels.get("cpumanager") == "false", labels
+    result = run_as("admin", "node_overcommit_info", {"names": [node]})
+    assert not result.get("failed"), result
+    assert result["nodes"][0]["dedicated_cpus"] is False

@@ -17,6 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain import overcommit
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import quantity
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import dedicated_cpus_offered
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import node_view
 
 RESOURCES = ("cpu", "memory")
@@ -124,6 +125,7 @@ def node_row(node, pods, prefix):
         "system_uuid": (status.get("nodeInfo") or {}).get("systemUUID") or None,
         "provider_id": spec.get("providerID") or None,
         "labels": dict(meta.get("labels") or {}),
+        "dedicated_cpus": dedicated_cpus_offered(meta.get("labels") or {}),
         "taints": view["taints"],
         "unschedulable": view["unschedulable"],
         "gate": view["gate"],

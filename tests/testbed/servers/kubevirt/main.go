@@ -28,7 +28,8 @@ var crds = []func() (*extv1.CustomResourceDefinition, error){
 	components.NewVirtualMachineClusterInstancetypeCrd, components.NewVirtualMachinePoolCrd,
 	components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
 	components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
-	components.NewVirtualMachineCloneCrd, components.NewKubeVirtCrd,
+	components.NewVirtualMachineCloneCrd, components.NewVirtualMachineBackupCrd,
+	components.NewVirtualMachineBackupTrackerCrd, components.NewKubeVirtCrd,
 }
 
 func main() {
@@ -45,8 +46,9 @@ func main() {
 		}
 		items = append(items, crd)
 	}
+	// No NetworkAttachmentDefinition rules for virt-controller: the lab has no Multus.
 	for _, objects := range [][]runtime.Object{
-		rbac.GetAllCluster(), rbac.GetAllController(namespace), rbac.GetAllHandler(namespace),
+		rbac.GetAllCluster(), rbac.GetAllController(namespace, false), rbac.GetAllHandler(namespace),
 	} {
 		for _, object := range objects {
 			items = append(items, object)
