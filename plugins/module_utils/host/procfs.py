@@ -119,9 +119,13 @@ class ProcFS(object):
         """CFS statistics of a domain's cgroup and the sum of its vCPU
         cgroups (where per-vCPU quotas are enforced), and its own PSI on v2."""
         own = pressure.parse_cpu_stat(self._read_file(directory, "cpu.stat"), version)
+        # Under systemd (a machine scope) libvirt puts the vCPU cgroups in a
+        # nested `libvirt` cgroup; on its own v1 layout, beside the domain's.
+        nested = os.path.join(directory, "libvirt")
+        vcpu_parent = nested if os.path.isdir(nested) else directory
         vcpus = []
-        for name in sorted(os.listdir(directory)):
-            child = os.path.join(directory, name)
+        for name in sorted(os.listdir(vcpu_parent)):
+            child = os.path.join(vcpu_parent, name)
             if name.startswith("vcpu") and os.path.isdir(child) and os.path.exists(os.path.join(child, "cpu.stat")):
                 vcpus.append(pressure.parse_cpu_stat(self._read_file(child, "cpu.stat"), version))
         psi = None

@@ -35,7 +35,10 @@ def host_tree(root, version, psi=True):
         scope = "sys/fs/cgroup/machine.slice/machine-qemu\\x2d7\\x2dweb\\x2d1.scope"
         write(root, scope + "/cpu.stat", "usage_usec 10\nnr_periods 200\nnr_throttled 50\nthrottled_usec 2500000\n")
         write(root, scope + "/cpu.pressure", PSI)
-        write(root, scope + "/libvirt/vcpu0/cpu.stat", "nr_periods 1\n")
+        # libvirt under systemd: the vCPU cgroups in a nested `libvirt` cgroup of the machine scope.
+        write(root, scope + "/libvirt/vcpu0/cpu.stat", "nr_periods 100\nnr_throttled 10\nthrottled_usec 1000000\n")
+        write(root, scope + "/libvirt/vcpu1/cpu.stat", "nr_periods 100\nnr_throttled 20\nthrottled_usec 500000\n")
+        write(root, scope + "/libvirt/emulator/cpu.stat", "nr_periods 9\nnr_throttled 9\nthrottled_usec 9\n")
     else:
         domain = "sys/fs/cgroup/cpu,cpuacct/machine/qemu-7-web-1.libvirt-qemu"
         write(root, domain + "/cpu.stat", "nr_periods 200\nnr_throttled 50\nthrottled_time 2500000000\n")
@@ -92,6 +95,7 @@ def test_v2_throttling_and_pressure_of_the_domain(tmp_path):
     host_tree(tmp_path, 2)
     entry, = domain_signals(ProcFS(str(tmp_path)), {"web-1": 7}, ["web-1"])
     assert entry["throttling"] == {"periods": 200, "throttled_periods": 50, "throttled_seconds": 2.5}
+    assert entry["vcpu_throttling"] == {"periods": 200, "throttled_periods": 30, "throttled_seconds": 1.5}
     assert entry["cpu_pressure"]["some"]["avg60"] == 30.1
 
 
