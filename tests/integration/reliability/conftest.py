@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from lab_domain_type import lab_domain_type
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 for _folder in ("k8s", "vsphere", "esxi_guard"):
     _path = os.path.normpath(os.path.join(HERE, os.pardir, _folder))
@@ -50,7 +52,7 @@ def vsphere_vm(vsphere):
     WaitForTask(vm.Destroy_Task())
 
 
-SPARE_DOMAIN = ("<domain type='qemu'><name>%s</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>"
+SPARE_DOMAIN = ("<domain type='%s'><name>%s</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>"
                 "<os><type arch='x86_64'>hvm</type></os></domain>")
 
 
@@ -61,7 +63,7 @@ def spare_domain(libvirt_conn):
     and its persistent config are read and could change: the corpus's
     libvirt target, so that what it plants never meets another test's run
     on the lab guests. Stopped and undefined afterwards."""
-    domain = libvirt_conn.defineXML(SPARE_DOMAIN % ("oc-corpus-%s" % uuid.uuid4().hex[:8]))
+    domain = libvirt_conn.defineXML(SPARE_DOMAIN % (lab_domain_type(), "oc-corpus-%s" % uuid.uuid4().hex[:8]))
     domain.create()
     yield domain
     if domain.isActive():
