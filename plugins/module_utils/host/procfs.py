@@ -101,7 +101,9 @@ class ProcFS(object):
 
     def find_domain_cgroup(self, domain_id, version):
         """The directory of a running domain's cgroup, found by the domain's
-        id in the name libvirt gives it; None when it has none."""
+        id in the name libvirt gives it; None when it has none. Under systemd
+        (a machine scope) that is the scope's nested `libvirt` cgroup, where
+        libvirt puts every thread of the domain and sets its quota."""
         root = self.cpu_cgroup_root(version)
         if root is None:
             return None
@@ -110,7 +112,9 @@ class ProcFS(object):
             depth = parent[len(root):].count(os.sep)
             for name in directories:
                 if name.startswith(prefix) and name.endswith(suffix):
-                    return os.path.join(parent, name)
+                    found = os.path.join(parent, name)
+                    nested = os.path.join(found, "libvirt")
+                    return nested if os.path.isdir(nested) else found
             if depth >= 3:
                 del directories[:]
         return None
@@ -119,13 +123,9 @@ class ProcFS(object):
         """CFS statistics of a domain's cgroup and the sum of its vCPU
         cgroups (where per-vCPU quotas are enforced), and its own PSI on v2."""
         own = pressure.parse_cpu_stat(self._read_file(directory, "cpu.stat"), version)
-        # Under systemd (a machine scope) libvirt puts the vCPU cgroups in a
-        # nested `libvirt` cgroup; on its own v1 layout, beside the domain's.
-        nested = os.path.join(directory, "libvirt")
-        vcpu_parent = nested if os.path.isdir(nested) else directory
         vcpus = []
-        for name in sorted(os.listdir(vcpu_parent)):
-            child = os.path.join(vcpu_parent, name)
+        for name in sorted(os.listdir(directory)):
+            child = os.path.join(directory, name)
             if name.startswith("vcpu") and os.path.isdir(child) and os.path.exists(os.path.join(child, "cpu.stat")):
                 vcpus.append(pressure.parse_cpu_stat(self._read_file(child, "cpu.stat"), version))
         psi = None

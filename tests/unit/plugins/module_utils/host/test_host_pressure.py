@@ -33,9 +33,12 @@ def host_tree(root, version, psi=True):
         write(root, "sys/fs/cgroup/cgroup.controllers", "cpu io memory\n")
         write(root, "sys/fs/cgroup/machine.slice/cpu.pressure", PSI)
         scope = "sys/fs/cgroup/machine.slice/machine-qemu\\x2d7\\x2dweb\\x2d1.scope"
-        write(root, scope + "/cpu.stat", "usage_usec 10\nnr_periods 200\nnr_throttled 50\nthrottled_usec 2500000\n")
-        write(root, scope + "/cpu.pressure", PSI)
-        # libvirt under systemd: the vCPU cgroups in a nested `libvirt` cgroup of the machine scope.
+        # libvirt under systemd: the domain's threads and its quota in a nested `libvirt` cgroup of the
+        # machine scope, which has no limit of its own.
+        write(root, scope + "/cpu.stat", "usage_usec 10\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n")
+        write(root, scope + "/cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
+        write(root, scope + "/libvirt/cpu.stat", "usage_usec 10\nnr_periods 200\nnr_throttled 50\nthrottled_usec 2500000\n")
+        write(root, scope + "/libvirt/cpu.pressure", PSI)
         write(root, scope + "/libvirt/vcpu0/cpu.stat", "nr_periods 100\nnr_throttled 10\nthrottled_usec 1000000\n")
         write(root, scope + "/libvirt/vcpu1/cpu.stat", "nr_periods 100\nnr_throttled 20\nthrottled_usec 500000\n")
         write(root, scope + "/libvirt/emulator/cpu.stat", "nr_periods 9\nnr_throttled 9\nthrottled_usec 9\n")
@@ -94,6 +97,7 @@ def test_v1_throttling_of_the_domain_and_its_vcpus(tmp_path):
 def test_v2_throttling_and_pressure_of_the_domain(tmp_path):
     host_tree(tmp_path, 2)
     entry, = domain_signals(ProcFS(str(tmp_path)), {"web-1": 7}, ["web-1"])
+    assert entry["cgroup"] == "/sys/fs/cgroup/machine.slice/machine-qemu\\x2d7\\x2dweb\\x2d1.scope/libvirt"
     assert entry["throttling"] == {"periods": 200, "throttled_periods": 50, "throttled_seconds": 2.5}
     assert entry["vcpu_throttling"] == {"periods": 200, "throttled_periods": 30, "throttled_seconds": 1.5}
     assert entry["cpu_pressure"]["some"]["avg60"] == 30.1
