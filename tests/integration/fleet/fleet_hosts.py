@@ -60,11 +60,6 @@ class FleetHost:
     def read(self, path):
         return self.ssh("cat %s" % shlex.quote(path)).strip()
 
-    def psi_some_seconds(self, cgroup):
-        """The `some` total of the cgroup's cpu.pressure, in seconds."""
-        first = self.read(cgroup + "/cpu.pressure").splitlines()[0].split()
-        return int(dict(field.split("=") for field in first[1:])["total"]) / 1e6
-
 
 # One snapshot of each cgroup, read on the host by `cat` alone (a virsh or a
 # second SSH login per sample would itself take CPU from the guests measured):
