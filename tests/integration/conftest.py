@@ -51,6 +51,12 @@ E2E_TIMEOUT = 1200
 SHARING = ("xdist_group", "isolated", "serial")
 
 
+# Folders whose every test carries these markers: the tests on the lab's real
+# KubeVirt and on its hypervisor VMs measure QEMU's CPU on the machine's two
+# cores, one at a time, in phases of their own (scripts/test).
+FOLDER_MARKERS = {"kubevirt": ("kubevirt", "serial"), "fleet": ("fleet", "serial")}
+
+
 def pytest_collection_modifyitems(config, items):
     here = os.path.dirname(os.path.abspath(__file__))
     undeclared = []
@@ -58,6 +64,9 @@ def pytest_collection_modifyitems(config, items):
         if not str(item.fspath).startswith(here + os.sep):
             continue
         item.add_marker(pytest.mark.lab)
+        folder = os.path.relpath(str(item.fspath), here).split(os.sep)[0]
+        for name in FOLDER_MARKERS.get(folder, ()):
+            item.add_marker(getattr(pytest.mark, name))
         if item.get_closest_marker("contention"):
             item.add_marker(pytest.mark.serial)
         if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):

@@ -8,15 +8,6 @@ import pytest
 from fleet_hosts import FleetHost
 
 
-def pytest_collection_modifyitems(items):
-    # The VMs' vCPUs are QEMU threads on the machine's two cores: the tests
-    # measure CPU, one at a time.
-    for item in items:
-        if "/integration/fleet/" in str(item.fspath):
-            item.add_marker(pytest.mark.fleet)
-            item.add_marker(pytest.mark.serial)
-
-
 @pytest.fixture
 def v2_host(lab):
     """The fleet's first hypervisor VM (cgroup v2); the busy guests the test

@@ -9,14 +9,6 @@ from kubevirt_fleet import PREFIX
 from real_kubevirt import RealKubeVirt
 
 
-def pytest_collection_modifyitems(items):
-    # They measure QEMU's CPU on the machine's two cores: one at a time.
-    for item in items:
-        if "/integration/kubevirt/" in str(item.fspath):
-            item.add_marker(pytest.mark.kubevirt)
-            item.add_marker(pytest.mark.serial)
-
-
 @pytest.fixture
 def kubevirt(lab, kube_admin):
     made = RealKubeVirt(kube_admin, lab)
