@@ -130,14 +130,24 @@ vms:
     cap_cpus:
       description: The desired cap of the CPU brake in CPUs, or null (not braked).
       type: float
+    desired_request:
+      description: The demoted CPU request the brake keeps on the launcher (its CPU weight), or null.
+      type: str
+      version_added: 0.1.1
     throttle:
-      description: The throttle record (previous limit, reason, by, time, plan), or null.
+      description: The throttle record (previous limit and request, reason, by, time, plan), or null.
       type: dict
+    previous_cpu_request:
+      description: The compute container's CPU request before the first throttle, in CPUs, as its throttle record
+        keeps it (what a restore gives back), or null.
+      type: float
+      version_added: 0.1.1
     compute_cpu_limit:
       description: The CPU limit of the launcher pod's C(compute) container now, as the pod says it.
       type: str
     cpu_request:
-      description: The CPU request of the launcher pod's C(compute) container, in CPUs (no cap may go under it).
+      description: The CPU request of the launcher pod's C(compute) container, in CPUs (no cap may go under it); the
+        kubelet gives the container a CPU weight of 1024 shares a CPU from it.
       type: float
     policy:
       description: The control policy's state kept on the VMI (empty when none).

@@ -17,11 +17,16 @@ description:
     limit of the virt-launcher pod's C(compute) container, changed in place through the pod's C(resize)
     subresource (Kubernetes In-Place Pod Resize, beta in 1.33, GA in 1.35). It caps the whole VM, like libvirt's
     C(global_quota) in M(overcommit.control.libvirt_cputune).
-  - "The state lives on the VMI, in three annotations under O(prefix): C(cpu-limit) is the desired cap (desired
-    state only); C(cpu-limit-applied) is what was last written to which launcher pod, and when;
-    C(cpu-limit-throttle) is the pod's limit before the first throttle, with why, who and when."
-  - A restart replaces the VMI, so the VirtualMachine that owns it keeps a copy of the desired cap and the throttle
-    record in the same annotations. A VMI created on its own (no VirtualMachine) has only the VMI's.
+  - The brake's second lever is the C(compute) container's CPU request (O(cpu_request)), which the kubelet turns into
+    the container's cgroup CPU weight (C(cpu.shares) 1024 per CPU, or C(cpu.weight) on cgroup v2). A demoted request
+    makes the VM yield to the others while the node is full and wastes no idle CPU; it is the first rung of the
+    closed loop's ladder (weight, then quota), like C(shares) in M(overcommit.control.libvirt_cputune).
+  - "The state lives on the VMI, in four annotations under O(prefix): C(cpu-limit) is the desired cap and
+    C(cpu-request) the desired CPU request (desired state only); C(cpu-limit-applied) is what was last written to
+    which launcher pod, and when; C(cpu-limit-throttle) is the pod's limit and request before the first throttle,
+    with why, who and when."
+  - A restart replaces the VMI, so the VirtualMachine that owns it keeps a copy of the desired cap, the desired
+    request and the throttle record in the same annotations. A VMI created on its own (no VirtualMachine) has only the VMI's.
   - O(state=throttled) writes the desired cap, resizes the launcher pod, and records what it applied.
   - A new launcher pod (live migration, or a restart, which also makes a new VMI) starts with the limit of the VM's
     template, losing the cap. O(state=reconciled) finds the VMIs whose desired cap (their own, or after a restart
@@ -30,14 +35,16 @@ description:
     is applied the same way; when it is removed from the VMI by hand, the reconcile removes the VirtualMachine's
     copy too.
   - A limit can never be removed from a pod. O(state=restored) sets the limit back to what it was before the first
-    throttle; when the pod had none, it raises the limit to the VM's vCPU count plus O(headroom). Then it removes the
-    desired cap and the record, from the VirtualMachine too. A VMI without a running launcher pod only loses the
+    throttle; when the pod had none, it raises the limit to the VM's vCPU count plus O(headroom). It gives the CPU
+    request back exactly as recorded. Then it removes the desired cap and request and the record, from the
+    VirtualMachine too. A VMI without a running launcher pod only loses the
     desired cap; so does a stopped VirtualMachine named in O(names), so that it does not start braked.
   - "Refused with the reason, VMI by VMI: VMs with dedicated CPUs (C(dedicatedCpuPlacement), which cannot be resized
     even with O(force)); VMs of class V(dedicated) (the C(<prefix>class) label on the VMI or its VM) or with realtime
     vCPUs, and caps under O(floor) of the vCPUs, unless O(force=true); a cap at or above the VM's vCPU count, which
-    caps nothing (even with O(force)); a limit that would change the pod's QoS class or be under the container's CPU
-    request; a VMI with no running launcher pod."
+    caps nothing (even with O(force)); a limit or request that would change the pod's QoS class (a Guaranteed pod's),
+    a limit under the container's CPU request; a demoted request on a container that has none; a VMI with no
+    running launcher pod."
   - Every resize and every failure on a VMI emits a Kubernetes Event on it (C(CPULimitApplied), C(CPULimitRestored),
     C(CPULimitFailed)), so no failure is silent, also when nobody reads the task's output.
 author:
@@ -81,10 +88,19 @@ options:
     default: throttled
   cpus:
     description:
-      - The cap for the whole VM, as a CPU quantity (V(2), V(1.5), V(1500m)). Required with O(state=throttled).
+      - The cap for the whole VM, as a CPU quantity (V(2), V(1.5), V(1500m)). Required with O(state=throttled)
+        unless O(cpu_request) is given (the weight alone).
       - It must be under the VM's vCPU count. A larger cap caps nothing (V(500) is 500 CPUs, not 500m), so that VMI
         fails, naming O(cpus) and its vCPUs, before anything is written.
     type: str
+  cpu_request:
+    description:
+      - With O(state=throttled), the C(compute) container's CPU request while braked, as a CPU quantity of at least
+        V(1m) and at most O(cpus) - its CPU weight, demoted in place (V(100m) is a weight of 102 shares against the
+        1024 of a container that requested a CPU). With O(cpus) left out, the cap is left as it is.
+      - The request before the first throttle is recorded and given back by O(state=restored).
+    type: str
+    version_added: 0.1.1
   reason:
     description:
       - Why; kept in the record on every throttled VMI and in the Events.
@@ -187,6 +203,13 @@ EXAMPLES = r"""
     wait: true
     wait_timeout: 30
 
+- name: Demote a noisy VM's CPU weight only - it keeps every CPU no one else wants
+  overcommit.control.kubevirt_vm_cpu_limit:
+    namespace: tenant-a
+    names: [web-20]
+    cpu_request: 100m
+    reason: INC-4212 victims wait behind web-20
+
 - name: The incident is over
   overcommit.control.kubevirt_vm_cpu_limit:
     namespace: tenant-a
@@ -226,8 +249,9 @@ vms:
       description: The VM's vCPUs (sockets x cores x threads of its current topology).
       type: int
     before:
-      description: Desired cap, applied record, throttle record, launcher pod and its compute CPU limit before, and
-        the desired cap the VirtualMachine keeps (C(vm_desired)).
+      description: Desired cap (C(desired)) and CPU request (C(desired_request)), applied record, throttle record,
+        launcher pod and its compute CPU limit and request (C(compute_cpu_limit), C(compute_cpu_request)) before, and
+        the desired cap and request the VirtualMachine keeps (C(vm_desired), C(vm_desired_request)).
       type: dict
     after:
       description: The same after the task.
@@ -247,7 +271,7 @@ vms:
       contains:
         status:
           description:
-            - V(applied) - the compute container runs with the limit of the pod's spec.
+            - V(applied) - the compute container runs with the CPU limit and request of the pod's spec.
             - V(pending) - the node defers the resize (C(Deferred)), is applying it (C(PodResizeInProgress)), or has
               not seen it yet.
             - V(refused) - the node cannot apply it (C(Infeasible)); the VMI fails.
@@ -267,15 +291,18 @@ vms:
     - name: tenant-a/web-17
       changed: true
       pod: virt-launcher-web-17-x7k2p
-      before: {desired: null, applied: null, throttle: null, pod: virt-launcher-web-17-x7k2p,
-               compute_cpu_limit: null, vm_desired: null}
+      before: {desired: null, desired_request: null, applied: null, throttle: null, pod: virt-launcher-web-17-x7k2p,
+               compute_cpu_limit: null, compute_cpu_request: 400m, vm_desired: null, vm_desired_request: null}
       after:
         desired: "1"
+        desired_request: null
         applied: {cpus: "1", pod: virt-launcher-web-17-x7k2p, podUID: 6f1c..., time: "2026-01-05T10:00:00Z"}
-        throttle: {previous: null, reason: INC-4211, by: ops, time: "2026-01-05T10:00:00Z"}
+        throttle: {previous: null, previous_request: 400m, reason: INC-4211, by: ops, time: "2026-01-05T10:00:00Z"}
         pod: virt-launcher-web-17-x7k2p
         compute_cpu_limit: "1"
+        compute_cpu_request: 400m
         vm_desired: "1"
+        vm_desired_request: null
       event: {type: Normal, reason: CPULimitApplied,
               note: "compute CPU limit of pod virt-launcher-web-17-x7k2p set to 1 (was no limit)"}
       node: {status: applied, cpu_limit: "1", reason: null, message: null}
@@ -286,7 +313,8 @@ summary:
   contains:
     report:
       description:
-        - One line per VMI, for people - the compute CPU limit now in force and what it replaced, or why it failed.
+        - One line per VMI, for people - the compute CPU limit now in force and what it replaced (and the CPU request,
+          when it changed), or why it failed.
         - A limit at or above the VM's vCPUs brakes nothing and reads C(unlimited) with the limit (restore raises the
           limit there when the pod had none, as a limit cannot be removed). Prefixed "would be" in check mode.
         - "Followed by the node's answer when it is V(applied) or V(pending), e.g. C((node: applied))."
@@ -294,6 +322,7 @@ summary:
       elements: str
       sample:
         - "tenant-a/web-17: 1 CPU, was unlimited (node: applied)"
+        - "tenant-a/web-20: unlimited: limit 5 CPU on 4 vCPUs, unchanged; CPU request 100m, was 400m (its CPU weight)"
         - "tenant-a/web-18: restored to unlimited: limit 4.5 CPU on 4 vCPUs (was 1 CPU)"
         - "tenant-a/web-19: failed: VMI tenant-a/web-19 not found"
 """
@@ -316,6 +345,7 @@ def main():
             label_selector=dict(type="str"),
             state=dict(type="str", default="throttled", choices=list(vmi_cpu_limit.STATES)),
             cpus=dict(type="str"),
+            cpu_request=dict(type="str"),
             reason=dict(type="str"),
             requested_by=dict(type="str"),
             plan_id=dict(type="str"),

@@ -37,7 +37,10 @@ def vm_state(domain):
     approved plan (or the loop) set is the policy's own, so it may later be
     relaxed and restored; any other cap is someone else's and left alone."""
     record = domain.get("throttle") or {}
-    weight = cpu_weight(domain) if "cpu_shares" in (record.get("owns") or []) else None
+    # The weight is the plan's where its record says it set it: libvirt's
+    # cpu_shares, a KubeVirt launcher's desired (demoted) CPU request.
+    owned = "cpu_shares" in (record.get("owns") or []) or domain.get("desired_request") is not None
+    weight = cpu_weight(domain) if owned else None
     if not record.get("plan") or domain.get("cap_cpus") is None and weight is None:
         return {}
     since = unix_time(record.get("time"))
@@ -47,7 +50,8 @@ def vm_state(domain):
     if weight is not None:
         # A CPU weight the plan demoted: what it was is the record's.
         state["weight"] = weight
-        was = ((record.get("previous") or {}).get("live") or {}).get("cpu_shares")
+        was = cpu_weight({"cpu_request": domain.get("previous_cpu_request")}) if domain.get("platform") == KUBEVIRT \
+            else ((record.get("previous") or {}).get("live") or {}).get("cpu_shares")
         if was:
             state["weight_was"] = was
     if since is not None:

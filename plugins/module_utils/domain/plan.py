@@ -71,7 +71,8 @@ def change_text(action):
     if kind == "weight":
         was = action.get("previous_shares")
         how = "raise" if was is not None and action["shares"] > was else "demote"
-        return "%s CPU weight to %d, was %s" % (how, action["shares"], "unknown" if was is None else "%g" % was)
+        request = " (CPU request %s)" % action["cpu_request"] if action.get("cpu_request") else ""
+        return "%s CPU weight to %g%s, was %s" % (how, action["shares"], request, "unknown" if was is None else "%g" % was)
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
     if kind == "gate" and action.get("effect"):

@@ -19,7 +19,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.p
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.rules import RULES
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.state import CAP_KEYS, LOOSEN, TIGHTEN
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.views import (
-    HARD, LIBVIRT, checked_number, host_view, steal_ratio, vm_view, wanted)
+    HARD, LIBVIRT, checked_number, host_view, steal_ratio, vm_view, wanted, weight_fields)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEDICATED
 
 
@@ -213,7 +213,7 @@ class Cycle(object):
                 action["cpus"] = round(cpus, 3)
             if kind in ("throttle", "relax") and state and state.get("weight") is not None:
                 # A throttle sets the whole brake: the demoted weight stays with the cap.
-                action["shares"] = state["weight"]
+                action.update(weight_fields(vm, state["weight"]))
             self.claimed[vm["key"]] = cpus
         else:
             action.update({"node": host["node"]["name"], "object": "node/%s" % host["node"]["name"]})

@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import (
@@ -20,6 +22,30 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 LIBVIRT, KUBEVIRT = "libvirt", "kubevirt"
 
 PLATFORMS = (LIBVIRT, KUBEVIRT)
+# A KubeVirt VM's CPU weight is its launcher's CPU request, which is set in
+# millicores: the kubelet gives a container 1.024 cgroup v1 shares for each.
+SHARES_PER_MILLICPU = 1.024
+
+
+def settable_weight(vm, weight):
+    """The least CPU weight at or above `weight` that the VM's platform can
+    set: libvirt's cpu_shares are whole numbers; a KubeVirt VM's weight is
+    its launcher's CPU request, in millicores."""
+    if vm.get("platform") == KUBEVIRT:
+        return round(math.ceil(weight / SHARES_PER_MILLICPU - 1e-9) * SHARES_PER_MILLICPU, 3)
+    return int(math.ceil(weight))
+
+
+def weight_fields(vm, weight, previous=None):
+    """What an action that sets a VM's CPU weight carries: `shares` (and
+    `previous_shares`) and, for a KubeVirt VM, the launcher's CPU request
+    that gives that weight (`cpu_request`, a CPU quantity)."""
+    fields = {"shares": weight}
+    if previous is not None:
+        fields["previous_shares"] = previous
+    if vm.get("platform") == KUBEVIRT:
+        fields["cpu_request"] = "%dm" % max(1, int(round(weight / SHARES_PER_MILLICPU)))
+    return fields
 
 
 def vm_key(vm):

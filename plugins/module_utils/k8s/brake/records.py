@@ -96,11 +96,12 @@ class _Record(object):
 
 class ThrottleRecord(_Record):
     """Why, by whom and when a VM was first throttled, and the compute CPU
-    limit its launcher had before (`previous`, kept through later throttles
-    and restarts: what restore gives back). `forced`: the cap went past the
-    class's guard, so a reconcile applies it again the same way."""
+    limit and request its launcher had before (`previous`,
+    `previous_request`, kept through later throttles and restarts: what
+    restore gives back). `forced`: the cap went past the class's guard, so a
+    reconcile applies it again the same way."""
 
-    FIELDS = ("previous", "reason", "by", "time", "plan", "forced")
+    FIELDS = ("previous", "previous_request", "reason", "by", "time", "plan", "forced")
     ALWAYS = ("previous",)
 
     def as_dict(self):
@@ -111,11 +112,12 @@ class ThrottleRecord(_Record):
 
 
 class AppliedRecord(_Record):
-    """The cap last written to a launcher pod: which pod (name and uid), and when."""
+    """The cap (`cpus`) and the demoted CPU request (`request`, its weight)
+    last written to a launcher pod: which pod (name and uid), and when."""
 
-    FIELDS = ("cpus", "pod", "pod_uid", "time")
+    FIELDS = ("cpus", "request", "pod", "pod_uid", "time")
     KEYS = {"pod_uid": "podUID"}
-    ALWAYS = FIELDS
+    ALWAYS = ("cpus", "pod", "pod_uid", "time")
 
 
 def shown(record):

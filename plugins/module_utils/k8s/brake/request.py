@@ -8,12 +8,18 @@ checked) and its report (before/after, Events, one line per VMI); reading
 the state is state.py, planning the change plan.py, writing it runner.py
 (with reader.py), the records' types records.py. Pure.
 
-Three annotations on the VirtualMachineInstance carry the state, so that a
-new launcher pod (live migration), which starts with the template's limit,
-gets the cap again from a reconcile:
+The brake's second lever is the compute container's CPU request, which the
+kubelet turns into the container's cgroup CPU weight: a demoted request
+(the closed loop's weight rung) makes the VM yield to the others when the
+node is full and wastes no idle CPU.
+
+Four annotations on the VirtualMachineInstance carry the state, so that a
+new launcher pod (live migration), which starts with the template's
+resources, gets the brake again from a reconcile:
   <prefix>cpu-limit           the desired cap (a CPU quantity); desired state only
+  <prefix>cpu-request         the desired (demoted) CPU request; desired state only
   <prefix>cpu-limit-applied   what was last written to which pod, and when
-  <prefix>cpu-limit-throttle  the pod's limit before the first throttle, why, who, when
+  <prefix>cpu-limit-throttle  the pod's limit and request before the first throttle, why, who, when
 A restart replaces the VMI itself, so the owning VirtualMachine keeps a copy
 of the desired cap and the throttle record; a reconcile brings them onto the
 new VMI and applies the cap there.
@@ -37,7 +43,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.state
 
 THROTTLED, RESTORED, RECONCILED = "throttled", "restored", "reconciled"
 STATES = (THROTTLED, RESTORED, RECONCILED)
-DESIRED, APPLIED, RECORD, CLASS_LABEL = "cpu-limit", "cpu-limit-applied", "cpu-limit-throttle", "class"
+DESIRED, DESIRED_REQUEST, APPLIED, RECORD, CLASS_LABEL = (
+    "cpu-limit", "cpu-request", "cpu-limit-applied", "cpu-limit-throttle", "class")
 # The API stores CPU in millicores: a finer cap would be rounded.
 LEAST_CPUS = 0.001
 REPORTING_CONTROLLER = "overcommit.control/kubevirt_vm_cpu_limit"
@@ -57,16 +64,23 @@ def check_request(params):
     if state in (THROTTLED, RESTORED) and not (params.get("names") or params.get("label_selector")):
         raise ValueRangeError("names", params.get("names"), "at least one VMI name, or a label_selector, with "
                                                             "state=%s" % state)
-    cpus = None
+    cpus = cpu_request = None
     if state == THROTTLED:
-        if params.get("cpus") is None:
-            raise ValueRangeError("cpus", None, "a CPU quantity such as 2 or 1500m, required with state=throttled")
-        cpus = quantity.cpu("cpus", params["cpus"])
-        if cpus < LEAST_CPUS - 1e-12:
-            raise ValueRangeError("cpus", params["cpus"], "at least 1m (0.001 CPU)")
-    elif params.get("cpus") is not None:
-        raise ValueRangeError("cpus", params["cpus"], "nothing with state=%s (only state=throttled takes a cap)"
-                              % state)
+        if params.get("cpus") is None and params.get("cpu_request") is None:
+            raise ValueRangeError("cpus", None, "a CPU quantity such as 2 or 1500m, required with state=throttled "
+                                                "unless cpu_request is given")
+        if params.get("cpus") is not None:
+            cpus = _least_cpu("cpus", params["cpus"])
+        if params.get("cpu_request") is not None:
+            cpu_request = _least_cpu("cpu_request", params["cpu_request"])
+        if cpus is not None and cpu_request is not None and cpu_request > cpus + 1e-9:
+            raise ValueRangeError("cpu_request", params["cpu_request"], "at most the cap cpus=%s (Kubernetes "
+                                                                        "requires limit >= request)" % params["cpus"])
+    else:
+        for field, what in (("cpus", "a cap"), ("cpu_request", "a CPU request")):
+            if params.get(field) is not None:
+                raise ValueRangeError(field, params[field], "nothing with state=%s (only state=throttled takes %s)"
+                                      % (state, what))
     if params["headroom"] < 0:
         raise ValueRangeError("headroom", params["headroom"], "0 or more CPUs above the vCPU count")
     if not 0 <= params["floor"] <= 1:
@@ -78,38 +92,52 @@ def check_request(params):
     return {"namespace": params.get("namespace"), "names": params.get("names") or [],
             "label_selector": params.get("label_selector"),
             "expected": plans.check_expected("expected", params.get("expected"), "kubevirt_vm_cpu_info"),
-            "state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "headroom": float(params["headroom"]), "floor": float(params["floor"]),
+            "state": state, "cpus": cpus, "cpus_text": params.get("cpus"), "cpu_request": cpu_request,
+            "headroom": float(params["headroom"]), "floor": float(params["floor"]),
             "force": bool(params.get("force")), "prefix": prefix,
             "wait": bool(params.get("wait")), "wait_timeout": wait_timeout,
-            "keys": {"desired": prefix + DESIRED, "applied": prefix + APPLIED, "record": prefix + RECORD,
-                     "class": prefix + CLASS_LABEL}}
+            "keys": {"desired": prefix + DESIRED, "desired_request": prefix + DESIRED_REQUEST,
+                     "applied": prefix + APPLIED, "record": prefix + RECORD, "class": prefix + CLASS_LABEL}}
+
+
+def _least_cpu(field, text):
+    """A CPU quantity of at least 1m, in CPUs."""
+    cpus = quantity.cpu(field, text)
+    if cpus < LEAST_CPUS - 1e-12:
+        raise ValueRangeError(field, text, "at least 1m (0.001 CPU)")
+    return cpus
 
 
 def state_view(view, pod):
     """Before/after as people read them in results and --diff."""
     current = pod_view(pod) if pod is not None else None
-    return {"desired": view["desired"], "applied": shown(view["applied"]), "throttle": shown(view["record"]),
+    return {"desired": view["desired"], "desired_request": view["desired_request"],
+            "applied": shown(view["applied"]), "throttle": shown(view["record"]),
             "pod": current["name"] if current else None,
             "compute_cpu_limit": current["limit_text"] if current else None,
-            "vm_desired": (view["vm"] or {}).get("desired")}
+            "compute_cpu_request": current["request_text"] if current else None,
+            "vm_desired": (view["vm"] or {}).get("desired"),
+            "vm_desired_request": (view["vm"] or {}).get("desired_request")}
 
 
-def after_view(before, view, pod, cpus, request, desire, applied, kept=None):
+def after_view(before, view, pod, cpus, request, desire, applied, kept=None, cpu_request=None):
     """`before` with what the patches wrote (kept: the VirtualMachine's)."""
     after = copy.deepcopy(before)
     keys = request["keys"]
     for patch in (desire, applied):
         for key, value in ((patch or {}).get("metadata", {}).get("annotations") or {}).items():
-            field = {keys["desired"]: "desired", keys["applied"]: "applied", keys["record"]: "throttle"}[key]
+            field = {keys["desired"]: "desired", keys["desired_request"]: "desired_request",
+                     keys["applied"]: "applied", keys["record"]: "throttle"}[key]
             record_type = {"applied": AppliedRecord, "throttle": ThrottleRecord}.get(field)
             after[field] = value if record_type is None or value is None else shown(record_type.parse(value))
     kept_annotations = (kept or {}).get("metadata", {}).get("annotations") or {}
-    if keys["desired"] in kept_annotations:
-        after["vm_desired"] = kept_annotations[keys["desired"]]
-    if pod is not None and cpus is not None:
-        after["compute_cpu_limit"] = before["compute_cpu_limit"] if (
-            before["compute_cpu_limit"] is not None and quantity.same_cpu(before["compute_cpu_limit"], cpus)) \
-            else quantity.format_cpu(cpus)
+    for key, field in ((keys["desired"], "vm_desired"), (keys["desired_request"], "vm_desired_request")):
+        if key in kept_annotations:
+            after[field] = kept_annotations[key]
+    for value, field in ((cpus, "compute_cpu_limit"), (cpu_request, "compute_cpu_request")):
+        if pod is not None and value is not None:
+            after[field] = before[field] if (
+                before[field] is not None and quantity.same_cpu(before[field], value)) else quantity.format_cpu(value)
     return after
 
 
@@ -140,7 +168,7 @@ def limit_text(limit, vcpus=None):
 
 def report_line(result, state, check_mode=False):
     """One VMI's line of the task's report (fleet.cap_line): the compute CPU
-    limit now in force and what it replaced. A VirtualMachine that is not
+    limit now in force and what it replaced, and a CPU request it changed. A VirtualMachine that is not
     running, or a VMI without a launcher pod, says what happened to its cap."""
     before, after = result.get("before") or {}, result.get("after") or {}
     restore = state == RESTORED
@@ -154,8 +182,18 @@ def report_line(result, state, check_mode=False):
         msg = result.get("msg") or "unchanged"
         return "%s: %s" % (result["name"], msg if msg == where else "%s (%s)" % (msg, where))
     vcpus = result.get("vcpus")
-    line = fleet.cap_line(result, restore, limit_text(after.get("compute_cpu_limit"), vcpus),
-                          limit_text(before.get("compute_cpu_limit"), vcpus), check_mode)
+    now, was = limit_text(after.get("compute_cpu_limit"), vcpus), limit_text(before.get("compute_cpu_limit"), vcpus)
+    was_request, request_now = before.get("compute_cpu_request"), after.get("compute_cpu_request")
+    request_changed = not result.get("failed") and not quantity.same_cpu(was_request, request_now)
+    if request_changed and now == was:
+        # The weight alone changed: the cap is as it was.
+        line = "%s: %s, unchanged" % (result["name"], now)
+    else:
+        line = fleet.cap_line(result, restore, now, was, check_mode)
+    if request_changed:
+        # The weight: what the kubelet gives the container's cgroup, from its request.
+        line += "; CPU request %s%s, was %s (its CPU weight)" % ("would be " if check_mode else "", request_now,
+                                                                 was_request)
     node = result.get("node") or {}
     if node.get("status") in (NODE_APPLIED, NODE_PENDING):
         # What the node runs with: a resize is applied by the kubelet, later.

@@ -107,7 +107,7 @@ class CpuLimitRunner(object):
             waiting = still
         for result, view, pod in waiting:
             node = result["node"]
-            self.fail(result, view, pod, "the node of pod %s has not applied the compute CPU limit after %gs (%s)" % (
+            self.fail(result, view, pod, "the node of pod %s has not applied the compute CPU resources after %gs (%s)" % (
                 pod["metadata"]["name"], self.request["wait_timeout"], limit_state.node_text(node)))
 
     def answer(self, result, view, pod):
@@ -121,7 +121,7 @@ class CpuLimitRunner(object):
         else:
             result.pop("resize_pending", None)
         if node["status"] == limit_state.NODE_REFUSED:
-            self.fail(result, view, pod, "the node of pod %s refused the compute CPU limit: %s" % (
+            self.fail(result, view, pod, "the node of pod %s refused the compute CPU resources: %s" % (
                 pod["metadata"]["name"], limit_state.node_said(node) or "no reason given"))
             return False
         return node["status"] in (limit_state.NODE_PENDING, limit_state.NODE_UNREPORTED)
@@ -178,18 +178,18 @@ class CpuLimitRunner(object):
             before = brake.state_view(view, pod)
             result["before"] = before
             limit_plan.check_unchanged(view, self.request)
-            cpus, action = limit_plan.target(view, pod, self.request)
+            cpus, cpu_request, action = limit_plan.target(view, pod, self.request)
             if action is None:
                 kept = None
                 if self.request["state"] == brake.RECONCILED and limit_state.stale_vm_copy(view):
-                    # Lifted on the VMI by hand: the VM's copy must not bring the cap back after a restart.
+                    # Lifted on the VMI by hand: the VM's copy must not bring the brake back after a restart.
                     kept = self.keep_on_vm(view, vm, None, view["vm"]["record_text"])
                 result.update(changed=kept is not None,
                               after=brake.after_view(before, view, pod, None, self.request, None, None, kept),
                               msg="no cap desired" if self.request["state"] == brake.RECONCILED
                               else "never throttled")
                 return result
-            changes = self.write(view, vmi, vm, pod, cpus, action)
+            changes = self.write(view, vmi, vm, pod, cpus, cpu_request, action)
         except PER_OBJECT as exc:
             result.update(fleet.outcome(exc))
             if result.get("conflict"):
@@ -200,7 +200,7 @@ class CpuLimitRunner(object):
                                                                          exc))
             return result
         after = brake.after_view(before, view, pod, cpus, self.request, changes["desire"], changes["applied"],
-                                 changes["kept"])
+                                 changes["kept"], cpu_request)
         written_pod = changes.pop("pod")
         result.update(changed=any(changes.values()),
                       before=before, after=after, pod=before["pod"])
@@ -214,17 +214,28 @@ class CpuLimitRunner(object):
 
     @staticmethod
     def _note(view, before, after, action):
+        request = ""
+        if after.get("compute_cpu_request") != before.get("compute_cpu_request"):
+            request = "compute CPU request (its CPU weight) %s from %s to %s" % (
+                "given back" if action == "restore" else "set", before["compute_cpu_request"],
+                after["compute_cpu_request"])
         if action == "restore":
             if after["compute_cpu_limit"] != before["compute_cpu_limit"]:
-                return "compute CPU limit of pod %s raised from %s to %s; cap lifted" % (
-                    before["pod"], before["compute_cpu_limit"], after["compute_cpu_limit"])
+                return "compute CPU limit of pod %s raised from %s to %s%s; cap lifted" % (
+                    before["pod"], before["compute_cpu_limit"], after["compute_cpu_limit"],
+                    "; " + request if request else "")
+            if request:
+                return "pod %s: %s; brake lifted" % (before["pod"], request)
             return "cap lifted (%s)" % ("no running launcher pod" if before["pod"] is None
                                         else "pod %s has no cap to raise" % before["pod"])
-        return "compute CPU limit of pod %s set to %s (was %s)%s" % (
+        again = "; re-applied the desired brake" if action == "reconcile" else ""
+        if after["compute_cpu_limit"] == before["compute_cpu_limit"] and request:
+            return "pod %s: %s%s" % (before["pod"], request, again)
+        return "compute CPU limit of pod %s set to %s (was %s)%s%s" % (
             before["pod"], after["compute_cpu_limit"], before["compute_cpu_limit"] or "no limit",
-            "; re-applied the desired cap" if action == "reconcile" else "")
+            "; " + request if request else "", again)
 
-    def write(self, view, vmi, vm, pod, cpus, action):
+    def write(self, view, vmi, vm, pod, cpus, cpu_request, action):
         """The writes, in an order that a failure half-way leaves repairable:
         a throttle records the desired cap (on the VMI, then on its VM) before
         the resize, so a reconcile finishes it; a restore raises the limit
@@ -239,18 +250,19 @@ class CpuLimitRunner(object):
                 # Compare-and-swap: a write that raced another runner's is
                 # read again (409), and must still find the VMI as expected.
                 limit_plan.check_unchanged(fresh, self.request)
-                return limit_plan.desire_patch(fresh, pod, cpus, self.request, self.record_fields)
+                return limit_plan.desire_patch(fresh, pod, cpus, self.request, self.record_fields, cpu_request)
             current_vmi, changes["desire"], _conflicts = self.client.read_modify_write(
                 vmi_path, plan_desire, current=vmi, written=True)
             if view["vm"] is not None:
                 # The VM keeps what the VMI now says.
                 written = limit_state.vmi_view(current_vmi, keys, vm)
-                changes["kept"] = self.keep_on_vm(view, vm, written["desired"], written["record_text"])
-        if pod is not None and cpus is not None:
+                changes["kept"] = self.keep_on_vm(view, vm, written["desired"], written["record_text"],
+                                                  written["desired_request"])
+        if pod is not None and (cpus is not None or cpu_request is not None):
             pod_path = "%s/%s" % (pods_path(namespace), pod["metadata"]["name"])
 
             def plan_resize(obj):
-                return limit_plan.resize_patch(obj, cpus)
+                return limit_plan.resize_patch(obj, cpus, cpu_request)
             changes["pod"], changes["resized"], _conflicts = self.client.read_modify_write(
                 pod_path, plan_resize, current=pod, write_path=pod_path + "/resize", content_type=STRATEGIC_MERGE_PATCH,
                 written=True)
@@ -259,19 +271,21 @@ class CpuLimitRunner(object):
 
         def plan_applied(obj):
             return limit_plan.applied_patch(limit_state.vmi_view(obj, keys, vm), pod, cpus, self.request,
-                                            self.clock()[0], restore=action == "restore")
+                                            self.clock()[0], restore=action == "restore", cpu_request=cpu_request)
         _vmi, changes["applied"], _conflicts = self.client.read_modify_write(vmi_path, plan_applied,
                                                                              current=current_vmi)
         return changes
 
-    def keep_on_vm(self, view, vm, desired, record_text):
-        """Makes the VirtualMachine's copy of the cap say `desired` and
-        `record_text` (None: none); returns the patch written, or None."""
+    def keep_on_vm(self, view, vm, desired, record_text, desired_request=None):
+        """Makes the VirtualMachine's copy of the brake say `desired`,
+        `desired_request` and `record_text` (None: none); returns the patch
+        written, or None."""
         keys = self.request["keys"]
         path = namespaced_path(view["namespace"], "virtualmachines", view["vm"]["name"])
 
         def plan_kept(obj):
-            return limit_plan.vm_patch(limit_state.vm_view(obj, keys), self.request, desired, record_text)
+            return limit_plan.vm_patch(limit_state.vm_view(obj, keys), self.request, desired, record_text,
+                                       desired_request)
         _vm, patch, _conflicts = self.client.read_modify_write(path, plan_kept, current=vm)
         return patch
 

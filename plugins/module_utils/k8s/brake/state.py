@@ -2,9 +2,9 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading the KubeVirt CPU brake's state: what a VirtualMachineInstance,
-its VirtualMachine and its virt-launcher pod say (the desired cap, the
-typed throttle and applied records, the vCPUs, the class, the running
-launcher pod and its compute CPU limit and QoS class), and the node's answer
+its VirtualMachine and its virt-launcher pod say (the desired cap and CPU
+request, the typed throttle and applied records, the vCPUs, the class, the
+running launcher pod and its compute CPU limit, request and QoS class), and the node's answer
 to a resize (node_answer). Pure: the API's JSON in, views out; LimitRefusal
 when there is no pod to act on."""
 
@@ -46,9 +46,10 @@ def owning_vm(vmi):
 
 
 def _cap(annotations, keys):
-    """The desired cap and the throttle record (as written, and read) that
-    a VMI or VirtualMachine carries."""
-    return {"desired": annotations.get(keys["desired"]), "record_text": annotations.get(keys["record"]),
+    """The desired cap and CPU request and the throttle record (as written,
+    and read) that a VMI or VirtualMachine carries."""
+    return {"desired": annotations.get(keys["desired"]), "desired_request": annotations.get(keys["desired_request"]),
+            "record_text": annotations.get(keys["record"]),
             "record": ThrottleRecord.parse(annotations.get(keys["record"]))}
 
 
@@ -100,24 +101,27 @@ def vmi_view(vmi, keys, vm=None):
         "active_pods": dict(status.get("activePods") or {}),
         "applied": AppliedRecord.parse(annotations.get(keys["applied"])),
         # None of the brake's annotations: a VMI made since the cap was set (a restart).
-        "fresh": not any(keys[key] in annotations for key in ("desired", "applied", "record")),
+        "fresh": not any(keys[key] in annotations for key in ("desired", "desired_request", "applied", "record")),
         "vm": owner,
     })
 
 
-def wanted_desired(view):
-    """The desired cap text: the VMI's own, else, for a VMI a restart made,
-    the copy its VirtualMachine kept. A VMI whose cap was lifted by hand
-    does not take it back from the VM."""
-    if view["desired"] is not None or not view["fresh"]:
-        return view["desired"]
-    return (view["vm"] or {}).get("desired")
+def wanted_desired(view, field="desired"):
+    """The desired cap text (field desired_request: the desired CPU
+    request's): the VMI's own, else, for a VMI a restart made, the copy its
+    VirtualMachine kept. A VMI whose cap was lifted by hand does not take it
+    back from the VM."""
+    if view[field] is not None or not view["fresh"]:
+        return view[field]
+    return (view["vm"] or {}).get(field)
 
 
 def stale_vm_copy(view):
-    """Whether the VirtualMachine still keeps a cap the VMI no longer has
-    (lifted by hand): it would come back after a restart."""
-    return view["vm"] is not None and view["vm"]["desired"] is not None and wanted_desired(view) is None
+    """Whether the VirtualMachine still keeps a cap or CPU request the VMI no
+    longer has (lifted by hand): it would come back after a restart."""
+    return view["vm"] is not None and any(
+        view["vm"].get(field) is not None and wanted_desired(view, field) is None
+        for field in ("desired", "desired_request"))
 
 
 def earlier_record(view):
@@ -160,16 +164,21 @@ def _cpu_limit(resources):
     return ((resources or {}).get("limits") or {}).get("cpu")
 
 
+def _cpu_request(resources):
+    return ((resources or {}).get("requests") or {}).get("cpu")
+
+
 def node_answer(pod):
     """What the launcher pod's node says of its compute container's CPU
-    limit: `applied` when the container runs with the limit of the pod's
-    spec; `pending` while the kubelet defers the resize, applies it, or has
+    limit and request: `applied` when the container runs with those of the
+    pod's spec; `pending` while the kubelet defers the resize, applies it, or has
     not seen it yet; `refused` when it finds it infeasible; `not reported`
     when no node reports the container's resources (a kubelet without
     in-place resize, or none). With the limit it runs with (`cpu_limit`) and
     the node's reason and message."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    wanted = _cpu_limit((compute_container(pod) or {}).get("resources"))
+    spec_resources = (compute_container(pod) or {}).get("resources")
+    wanted, wanted_request = _cpu_limit(spec_resources), _cpu_request(spec_resources)
     container = compute_status(pod)
     resources = (container or {}).get("resources")
     answer = {"status": NODE_APPLIED, "cpu_limit": _cpu_limit(resources), "reason": None, "message": None}
@@ -189,6 +198,9 @@ def node_answer(pod):
     elif not quantity.same_cpu(wanted, answer["cpu_limit"]):
         answer.update(status=NODE_PENDING, message="the container runs with a CPU limit of %s, not %s" % (
             answer["cpu_limit"] or "none", wanted or "none"))
+    elif wanted_request is not None and not quantity.same_cpu(wanted_request, _cpu_request(resources)):
+        answer.update(status=NODE_PENDING, message="the container runs with a CPU request of %s, not %s" % (
+            _cpu_request(resources) or "none", wanted_request))
     return answer
 
 
@@ -213,6 +225,7 @@ def pod_view(pod):
         "uid": meta.get("uid"),
         "node": (pod.get("spec") or {}).get("nodeName"),
         "cpu_request": _cpu_or_none("requests.cpu", (resources.get("requests") or {}).get("cpu")),
+        "request_text": (resources.get("requests") or {}).get("cpu"),
         "cpu_limit": _cpu_or_none("limits.cpu", (resources.get("limits") or {}).get("cpu")),
         "limit_text": (resources.get("limits") or {}).get("cpu"),
         "qos": status.get("qosClass") or qos_class(pod.get("spec") or {}),

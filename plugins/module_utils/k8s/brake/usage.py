@@ -23,7 +23,7 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
-from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, quantity
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.records import shown
@@ -93,12 +93,20 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         "name": view["name"], "namespace": view["namespace"], "vmi": view["vmi"], "node": view["node"],
         "platform": "kubevirt", "active": view["phase"] == "Running", "vcpus": view["vcpus"],
         "class": declared if declared in CLASSES else None,
-        "cap_cpus": limit_state.cap_cpus(view), "desired": view["desired"], "throttle": shown(view["record"]),
+        "cap_cpus": limit_state.cap_cpus(view), "desired": view["desired"], "desired_request": view["desired_request"],
+        "throttle": shown(view["record"]),
         "applied": shown(view["applied"]), "pod": None, "compute_cpu_limit": None, "cpu_request": None,
         "policy": policy or {},
         # The kill switch: the label on the VMI or on its VirtualMachine.
         "paused": "true" in (labels.get(keys["paused"]), owner_labels.get(keys["paused"])),
     }
+    previous_request = view["record"].previous_request if view["record"] else None
+    try:
+        entry["previous_cpu_request"] = quantity.cpu("previous_request", previous_request) \
+            if previous_request is not None else None
+    except ValueRangeError:
+        # A hand-edited record: no weight to give back is known.
+        entry["previous_cpu_request"] = None
     if declared and entry["class"] is None:
         entry["class_error"] = "class label %r is none of %s" % (declared, ", ".join(CLASSES))
     if policy_error:

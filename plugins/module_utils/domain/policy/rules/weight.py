@@ -10,7 +10,8 @@ __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.judgement import (
     IDLE_CPUS, WEIGHT_STEP_SHARE, demoted_weight, floor_of, is_culprit, pool_vms, trusted_usual)
-from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.views import LIBVIRT, wanted
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.views import (
+    settable_weight, wanted, weight_fields)
 
 
 # This rule's parameters: name: (default, low, high, what it is).
@@ -65,12 +66,11 @@ def weigh(cycle, host, vms, states, cut, signals, names, waiting_now):
             continue
         floor = floor_of(vm, params)
         weight = None
-        if vm.get("platform", LIBVIRT) != LIBVIRT:
-            why = "its platform's runner sets no CPU weight"
-        elif unknown:
+        if unknown:
             why = "the CPU weight of %s was not read" % ", ".join(unknown)
         else:
             weight = demoted_weight(floor, host["pool"], busy_weight(pool, vm))
+            weight = None if weight is None else settable_weight(vm, weight)
             why = "no weight under %g keeps its floor of %.2f CPUs beside the VMs busy now" % (
                 WEIGHT_STEP_SHARE * vm["weight"], floor)
             if weight is not None and weight > WEIGHT_STEP_SHARE * vm["weight"]:
@@ -81,14 +81,14 @@ def weigh(cycle, host, vms, states, cut, signals, names, waiting_now):
             quota.append(item)
             continue
         above = cycle.above(vm, want, ent)
-        reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: CPU weight demoted from %g to %d (beside the VMs "
+        reason = ("%s wait for CPU; %s wants %.2f CPUs, %s: CPU weight demoted from %g to %g (beside the VMs "
                   "busy now it still gets its floor of %.2f CPUs)"
                   % (", ".join(names), vm["name"], want, above, vm["weight"], weight, floor))
         vm_signals = dict(signals, cpus_used=vm["used"], steal_cpus=vm["steal"], wanted_cpus=round(want, 3),
                           entitled_cpus=round(ent, 3), floor_cpus=round(floor, 3), weight=vm["weight"])
         action = cycle.propose("weight", host, vm, None, "contain", reason, vm_signals,
                                state=cycle.weighted(state, weight, vm["weight"]), priority=want - ent)
-        (action if action is not None else cycle.held[-1]).update(shares=weight, previous_shares=vm["weight"])
+        (action if action is not None else cycle.held[-1]).update(weight_fields(vm, weight, vm["weight"]))
     return quota
 
 
@@ -125,6 +125,7 @@ def keep_floor(cycle, host, vms, vm, state):
     params = cycle.params
     floor = floor_of(vm, params)
     needed = demoted_weight(floor, host["pool"], busy_weight(pool_vms(vms), vm))
+    needed = None if needed is None else settable_weight(vm, needed)
     if needed is not None and needed <= state["weight"]:
         return False
     signals = {"cpus_used": vm["used"], "wanted_cpus": round(wanted(vm), 3), "weight": state["weight_was"],
@@ -135,8 +136,8 @@ def keep_floor(cycle, host, vms, vm, state):
                       "CPU weight restored exactly" % floor, signals, state=cycle.restored(state))
         return True
     action = cycle.propose("weight", host, vm, None, "contain",
-                           "more VMs are busy beside it: CPU weight raised from %g to %d so that it keeps its floor "
+                           "more VMs are busy beside it: CPU weight raised from %g to %g so that it keeps its floor "
                            "of %.2f CPUs" % (state["weight"], needed, floor), signals,
                            state=dict(state, weight=needed, changed_at=cycle.now))
-    (action if action is not None else cycle.held[-1]).update(shares=needed, previous_shares=state["weight"])
+    (action if action is not None else cycle.held[-1]).update(weight_fields(vm, needed, state["weight"]))
     return True

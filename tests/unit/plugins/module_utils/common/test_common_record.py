@@ -137,7 +137,7 @@ def test_kubevirt_records_in_the_first_shape_read_and_equal_their_rewrite_in_the
     assert applied.pod_uid == "pod-1" and json.loads(applied.text())["schema"] == record.RECORD_SCHEMA
     # Restore gives back the limit the first-shape record kept.
     view = vmi_view({PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": first})
-    assert limit_plan.target(view, LAUNCHER, request(state="restored", cpus=None)) == (4.0, "restore")
+    assert limit_plan.target(view, LAUNCHER, request(state="restored", cpus=None)) == (4.0, None, "restore")
 
 
 def test_a_kubevirt_throttle_record_of_a_newer_schema_refuses_throttle_and_restore():

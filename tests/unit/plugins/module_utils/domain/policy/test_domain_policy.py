@@ -344,14 +344,30 @@ def test_where_a_quota_frees_nothing_the_culprits_weight_is_demoted_first_and_no
     assert state["weight"] == 293 and state["weight_was"] == 1024 and "cap" not in state
 
 
-def test_no_weight_rung_on_a_platform_that_sets_none_nor_with_weight_cycles_zero():
+def test_no_weight_rung_with_weight_cycles_zero_nor_where_a_weight_was_not_read():
     hosts, vms = [host(cpus=8)], weighted_noisy_host()
     capped = decide(hosts, vms, weight_cycles=0)
     assert kinds(capped) == [("throttle", "batch-1")]
+    vms[1]["weight"] = None
+    unknown = decide(hosts, vms)
+    assert [a["action"] for a in unknown["actions"]] == ["throttle"]
+    assert any("CPU weight not demoted (the CPU weight of web-1 was not read)" in n["note"] for n in unknown["notes"])
+
+
+def test_a_kubevirt_vms_weight_is_demoted_through_its_launchers_cpu_request_in_millicores():
+    """A launcher's weight is its CPU request (1.024 shares a millicore): the
+    demoted weight is one a request can give, at or above the floor's, and the
+    action carries that request."""
+    hosts, vms = [host(cpus=8)], weighted_noisy_host()
+    libvirt = decide(hosts, vms)["actions"][0]
     vms[0]["platform"] = "kubevirt"
-    kubevirt = decide(hosts, vms)
-    assert [a["action"] for a in kubevirt["actions"]] == ["throttle"]
-    assert any("its platform's runner sets no CPU weight" in n["note"] for n in kubevirt["notes"])
+    action = decide(hosts, vms)["actions"][0]
+    assert action["action"] == "weight" and action["platform"] == "kubevirt"
+    millicores = int(action["cpu_request"][:-1])
+    assert action["cpu_request"] == "%dm" % millicores and action["shares"] == pytest.approx(millicores * 1.024)
+    # The least request at or above the whole-number weight libvirt would get.
+    assert libvirt["shares"] <= action["shares"] < libvirt["shares"] + 1.024
+    assert action["previous_shares"] == 1024 and "CPU request %s" % action["cpu_request"] in plans.change_text(action)
 
 
 def weighted_noisy_host(states=None):

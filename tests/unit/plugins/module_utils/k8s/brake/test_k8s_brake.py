@@ -101,10 +101,10 @@ def test_throttle_plan_records_the_previous_limit_once():
     req = request(cpus="2")
     current = view(vmi())
     launcher = pod(limits={"cpu": "4"})
-    assert limit_plan.target(current, launcher, req) == (2.0, "throttle")
+    assert limit_plan.target(current, launcher, req) == (2.0, None, "throttle")
     desire = limit_plan.desire_patch(current, launcher, 2.0, req, FIELDS)["metadata"]["annotations"]
     assert desire[PREFIX + "cpu-limit"] == "2"
-    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4", schema=1)
+    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4", previous_request="400m", schema=1)
     assert limit_plan.resize_patch(launcher, 2.0) == {
         "spec": {"containers": [{"name": "compute", "resources": {"limits": {"cpu": "2"}}}]}}
 
@@ -157,39 +157,39 @@ def test_a_cap_at_or_above_the_vcpus_is_refused_even_when_forced():
                 limit_plan.target(view(vmi(cores=cores)), pod(), request(cpus=cpus, force=force))
             assert error.value.field == "cpus" and error.value.value == cpus
             assert "VM's %d vCPU" % cores in str(error.value) and "caps nothing" in str(error.value)
-    assert limit_plan.target(view(vmi(cores=4)), pod(), request(cpus="3999m")) == (3.999, "throttle")
+    assert limit_plan.target(view(vmi(cores=4)), pod(), request(cpus="3999m")) == (3.999, None, "throttle")
     # Only a throttle is checked: restore raises the limit to the vCPUs plus headroom on purpose.
     limited = pod(limits={"cpu": "1"})
     assert limit_plan.target(view(vmi(cores=1, annotations={PREFIX + "cpu-limit": "1"})), limited,
-                             request(state="restored", cpus=None))[1] == "restore"
+                             request(state="restored", cpus=None))[2] == "restore"
 
 
 def test_a_forced_cap_stays_forced_for_the_reconcile():
     record = json.dumps(dict(FIELDS, previous=None, forced=True))
     forced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": record}))
-    assert limit_plan.target(forced, pod(), request(state="reconciled", cpus=None)) == (1.0, "reconcile")
+    assert limit_plan.target(forced, pod(), request(state="reconciled", cpus=None)) == (1.0, None, "reconcile")
     unforced = view(vmi(cores=8, annotations={PREFIX + "cpu-limit": "1"}))
     with pytest.raises(limit_state.LimitRefusal, match="floor"):
         limit_plan.target(unforced, pod(), request(state="reconciled", cpus=None))
     with pytest.raises(limit_state.LimitRefusal, match="not a CPU quantity"):
         unreadable = view(vmi(annotations={PREFIX + "cpu-limit": "lots"}))
         limit_plan.target(unreadable, pod(), request(state="reconciled", cpus=None))
-    assert limit_plan.target(view(vmi()), pod(), request(state="reconciled", cpus=None)) == (None, None)
+    assert limit_plan.target(view(vmi()), pod(), request(state="reconciled", cpus=None)) == (None, None, None)
 
 
 def test_restore_returns_the_recorded_limit_or_raises_to_vcpus_plus_headroom():
     req = request(state="restored", cpus=None, headroom=0.5)
     with_previous = view(vmi(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous="3"))}))
-    assert limit_plan.target(with_previous, pod(limits={"cpu": "1"}), req) == (3.0, "restore")
+    assert limit_plan.target(with_previous, pod(limits={"cpu": "1"}), req) == (3.0, None, "restore")
     without = view(vmi(cores=2, annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous=None))}))
-    assert limit_plan.target(without, pod(limits={"cpu": "1"}), req) == (2.5, "restore")
+    assert limit_plan.target(without, pod(limits={"cpu": "1"}), req) == (2.5, None, "restore")
     # Never lowered, and nothing to lift on a pod without a limit or without a pod.
-    assert limit_plan.target(without, pod(limits={"cpu": "6"}), req) == (None, "restore")
-    assert limit_plan.target(without, pod(), req) == (None, "restore")
-    assert limit_plan.target(without, None, req) == (None, "restore")
-    assert limit_plan.target(view(vmi()), pod(limits={"cpu": "1"}), req) == (None, None)
+    assert limit_plan.target(without, pod(limits={"cpu": "6"}), req) == (None, None, "restore")
+    assert limit_plan.target(without, pod(), req) == (None, None, "restore")
+    assert limit_plan.target(without, None, req) == (None, None, "restore")
+    assert limit_plan.target(view(vmi()), pod(limits={"cpu": "1"}), req) == (None, None, None)
     cleared = limit_plan.applied_patch(without, pod(limits={"cpu": "1"}), 2.5, req, "t1", restore=True)
     annotations = cleared["metadata"]["annotations"]
     assert annotations[PREFIX + "cpu-limit"] is None and annotations[PREFIX + "cpu-limit-throttle"] is None
@@ -232,7 +232,7 @@ def test_a_restart_reconciles_the_cap_the_virtual_machine_kept():
     req = request(state="reconciled", cpus=None)
     restarted = limit_state.vmi_view(vmi(), req["keys"], kept)
     launcher = pod(limits={"cpu": "4"})
-    assert limit_plan.target(restarted, launcher, req) == (1.5, "reconcile")
+    assert limit_plan.target(restarted, launcher, req) == (1.5, None, "reconcile")
     desire = limit_plan.desire_patch(restarted, launcher, 1.5, req, dict(FIELDS, reason="ignored"))
     # The VM's record is carried over as it is: the limit before the first throttle, why, who.
     assert desire == {"metadata": {"annotations": {PREFIX + "cpu-limit": "1500m",
@@ -240,17 +240,17 @@ def test_a_restart_reconciles_the_cap_the_virtual_machine_kept():
     # What the VMI then says is what the VM keeps already: nothing to write there.
     assert limit_plan.vm_patch(restarted["vm"], req, "1500m", record) is None
     # Without a VM (or a VM without a cap) there is nothing to reconcile.
-    assert limit_plan.target(limit_state.vmi_view(vmi(), req["keys"], virtual_machine()), launcher, req) == (None, None)
+    assert limit_plan.target(limit_state.vmi_view(vmi(), req["keys"], virtual_machine()), launcher, req) == (None, None, None)
     # A VMI that had the cap and lost its desired annotation by hand does not take it back from the VM.
     lifted = limit_state.vmi_view(vmi(annotations={PREFIX + "cpu-limit-throttle": record}), req["keys"], kept)
-    assert limit_plan.target(lifted, launcher, req) == (None, None)
+    assert limit_plan.target(lifted, launcher, req) == (None, None, None)
     assert limit_state.stale_vm_copy(lifted) and not limit_state.stale_vm_copy(restarted)
     assert limit_plan.vm_patch(lifted["vm"], req, None, lifted["vm"]["record_text"]) == {
         "metadata": {"annotations": {PREFIX + "cpu-limit": None}}}
     # A forced cap stays forced across the restart.
     forced = virtual_machine(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
         dict(FIELDS, previous=None, forced=True))})
-    assert limit_plan.target(limit_state.vmi_view(vmi(cores=8), req["keys"], forced), pod(), req) == (1.0, "reconcile")
+    assert limit_plan.target(limit_state.vmi_view(vmi(cores=8), req["keys"], forced), pod(), req) == (1.0, None, "reconcile")
 
 
 def test_a_throttle_keeps_a_copy_on_the_virtual_machine_and_restore_clears_it():
@@ -275,7 +275,7 @@ def test_a_throttle_keeps_a_copy_on_the_virtual_machine_and_restore_clears_it():
     restore = request(state="restored", cpus=None)
     restarted = limit_state.vmi_view(vmi(), restore["keys"], same)
     # The VM's record says the limit before the first throttle: restore sets it back.
-    assert limit_plan.target(restarted, pod(limits={"cpu": "2"}), restore) == (4.0, "restore")
+    assert limit_plan.target(restarted, pod(limits={"cpu": "2"}), restore) == (4.0, None, "restore")
     assert limit_plan.vm_patch(restarted["vm"], restore, None, None) == {
         "metadata": {"annotations": {PREFIX + "cpu-limit": None, PREFIX + "cpu-limit-throttle": None}}}
     assert limit_plan.vm_patch(limit_state.vm_view(virtual_machine(), restore["keys"]), restore, None, None) is None
@@ -351,3 +351,62 @@ def test_an_oversized_desired_cap_is_refused_naming_its_annotation_without_echoi
         limit_plan.target(huge, pod(), request(state="reconciled", cpus=None))
     message = str(refused.value)
     assert PREFIX + "cpu-limit" in message and "(65536 characters)" in message and len(message) < 300
+
+
+def test_the_cpu_request_is_checked_naming_the_field():
+    for params, field in (({"cpus": "1", "cpu_request": "1500m"}, "cpu_request"),
+                          ({"cpus": None, "cpu_request": "0.0001"}, "cpu_request"),
+                          ({"state": "restored", "cpus": None, "cpu_request": "100m"}, "cpu_request"),
+                          ({"cpus": None, "cpu_request": None}, "cpus")):
+        with pytest.raises(ValueRangeError) as error:
+            request(**params)
+        assert error.value.field == field, params
+    assert request(cpus=None, cpu_request="100m")["cpu_request"] == 0.1
+
+
+def test_a_weight_alone_demotes_the_request_in_place_records_it_and_restore_gives_it_back_exactly():
+    req = request(cpus=None, cpu_request="100m")
+    launcher = pod()
+    current = view(vmi())
+    assert limit_plan.target(current, launcher, req) == (None, 0.1, "throttle")
+    assert limit_plan.resize_patch(launcher, None, 0.1) == {
+        "spec": {"containers": [{"name": "compute", "resources": {"requests": {"cpu": "100m"}}}]}}
+    desire = limit_plan.desire_patch(current, launcher, None, req, FIELDS, 0.1)["metadata"]["annotations"]
+    assert PREFIX + "cpu-limit" not in desire and desire[PREFIX + "cpu-request"] == "100m"
+    assert json.loads(desire[PREFIX + "cpu-limit-throttle"])["previous_request"] == "400m"
+    applied = limit_plan.applied_patch(current, launcher, None, req, "t", cpu_request=0.1)["metadata"]["annotations"]
+    assert json.loads(applied[PREFIX + "cpu-limit-applied"])["request"] == "100m"
+    # The node runs it once the container's status says the new request.
+    demoted = pod(requests={"cpu": "100m", "memory": "1Gi"})
+    demoted["status"]["containerStatuses"] = [{"name": "compute", "resources": {"requests": {"cpu": "400m"}}}]
+    assert limit_state.node_answer(demoted)["status"] == limit_state.NODE_PENDING
+    demoted["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = "100m"
+    assert limit_state.node_answer(demoted)["status"] == limit_state.NODE_APPLIED
+
+    braked = view(vmi(annotations=desire))
+    restore = request(state="restored", cpus=None)
+    assert limit_plan.target(braked, demoted, restore) == (None, 0.4, "restore")
+    cleared = limit_plan.applied_patch(braked, demoted, None, restore, "t", restore=True, cpu_request=0.4)
+    assert {k: v for k, v in cleared["metadata"]["annotations"].items() if v is None} == {
+        PREFIX + "cpu-limit-throttle": None, PREFIX + "cpu-request": None}
+    # Given back already: nothing to resize, the records still go.
+    assert limit_plan.target(braked, pod(), restore) == (None, None, "restore")
+    result = {"name": "lab/web-1", "changed": True, "vcpus": 4,
+              "before": {"pod": "p", "compute_cpu_limit": None, "compute_cpu_request": "400m"},
+              "after": {"pod": "p", "compute_cpu_limit": None, "compute_cpu_request": "100m"}}
+    assert brake.report_line(result, "throttled") == \
+        "lab/web-1: unlimited, unchanged; CPU request 100m, was 400m (its CPU weight)"
+
+
+def test_a_weight_is_refused_where_it_cannot_be_one():
+    req = request(cpus=None, cpu_request="100m")
+    with pytest.raises(limit_state.LimitRefusal, match="dedicated CPUs"):
+        limit_plan.target(view(vmi(dedicated=True)), pod(), req)
+    with pytest.raises(limit_state.LimitRefusal, match="has no CPU request"):
+        limit_plan.target(view(vmi()), pod(requests={"memory": "1Gi"}), req)
+    guaranteed = pod(requests={"cpu": "2", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})
+    with pytest.raises(limit_state.LimitRefusal, match="would change pod .* QoS class from Guaranteed to Burstable"):
+        limit_plan.target(view(vmi()), guaranteed, req)
+    # Under a cap already in force: the request may not go above it.
+    with pytest.raises(limit_state.LimitRefusal, match="limit of 500m CPU is under .* request of 600m"):
+        limit_plan.target(view(vmi()), pod(limits={"cpu": "500m"}), request(cpus=None, cpu_request="600m"))

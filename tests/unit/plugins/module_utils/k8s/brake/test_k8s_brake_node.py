@@ -156,7 +156,7 @@ def test_a_refusal_fails_the_vm_with_a_warning_event_and_ends_its_wait():
     made.asked.append((result, view, pod("600m", running="2", generation=3, observed=2)))
     made.ask_nodes("lab")
     assert result["failed"] and result["node"]["status"] == "refused", result
-    assert result["msg"] == ("the node of pod virt-launcher-web-1-x refused the compute CPU limit: "
+    assert result["msg"] == ("the node of pod virt-launcher-web-1-x refused the compute CPU resources: "
                              "Infeasible: Node didn't have enough capacity: cpu")
     assert result["resize_pending"] == {"reason": "Infeasible", "message": "Node didn't have enough capacity: cpu"}
     assert client.events == [("Warning", "CPULimitFailed", result["msg"])]
@@ -171,7 +171,7 @@ def test_a_wait_that_runs_out_fails_the_vm_saying_what_the_node_said_last():
     made.asked.append((result, view, deferred))
     made.ask_nodes("lab")
     assert result["failed"] and clock.now == 5.0, result
-    assert result["msg"] == ("the node of pod virt-launcher-web-1-x has not applied the compute CPU limit after 5s "
+    assert result["msg"] == ("the node of pod virt-launcher-web-1-x has not applied the compute CPU resources after 5s "
                              "(pending: Deferred: Node didn't have enough resource: cpu)")
     assert client.events[-1][:2] == ("Warning", "CPULimitFailed")
 
