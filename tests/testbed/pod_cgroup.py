@@ -1,6 +1,6 @@
 """Where the lab node's kubelet (cgroupfs driver) puts a container's cgroup,
 and the CPU time the kernel accounts there: cpuacct.usage on cgroup v1,
-cpu.stat's usage_usec on v2. Shared by the node tests and the lab demo."""
+cpu.stat's usage_usec on v2; and the time its threads waited for a CPU. Shared by the node tests and the lab demo."""
 
 import glob
 import os
@@ -32,6 +32,24 @@ def cpu_seconds(folder):
     return int(fields["usage_usec"]) / 1e6
 
 
+def wait_seconds(folder):
+    """Seconds the cgroup's threads have waited on a run queue for a CPU
+    (the second field of each thread's /proc schedstat: the vCPU delay
+    libvirt and virt-handler report, for every thread of the container).
+    A thread that ended meanwhile takes its count with it."""
+    listed = "tasks" if os.path.exists(os.path.join(folder, "tasks")) else "cgroup.threads"
+    with open(os.path.join(folder, listed)) as handle:
+        threads = handle.read().split()
+    total = 0
+    for tid in threads:
+        try:
+            with open("/proc/%s/schedstat" % tid) as handle:
+                total += int(handle.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
 def cpu_rate(folder, seconds):
     """CPUs the cgroup used over `seconds`: the rate of its CPU time."""
     used, at = cpu_seconds(folder), time.monotonic()
@@ -41,10 +59,19 @@ def cpu_rate(folder, seconds):
 
 def cpu_rates(folders, seconds):
     """{key: CPUs its cgroup used} over the same `seconds`, for a dict of cgroup folders."""
-    used, at = dict((key, cpu_seconds(folder)) for key, folder in folders.items()), time.monotonic()
+    return dict((key, used) for key, (used, _wait) in use_and_wait(folders, seconds).items())
+
+
+def use_and_wait(folders, seconds):
+    """{key: (CPUs its cgroup used, CPUs' worth of time its threads waited
+    for one)} over the same `seconds`, for a dict of cgroup folders."""
+    def read():
+        return dict((key, (cpu_seconds(folder), wait_seconds(folder))) for key, folder in folders.items())
+    first, at = read(), time.monotonic()
     time.sleep(seconds)
-    elapsed = time.monotonic() - at
-    return dict((key, (cpu_seconds(folder) - used[key]) / elapsed) for key, folder in folders.items())
+    second, elapsed = read(), time.monotonic() - at
+    return dict((key, ((second[key][0] - first[key][0]) / elapsed, (second[key][1] - first[key][1]) / elapsed))
+                for key in folders)
 
 
 def compute_cgroup(pod, status, controller):

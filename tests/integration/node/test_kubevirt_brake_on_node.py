@@ -49,7 +49,7 @@ def test_a_resize_the_node_defers_is_reported_pending_not_applied_and_the_vm_sta
         vm = result["vms"][0]
         assert vm["failed"] and vm["node"]["status"] == "pending" and vm["node"]["reason"] == "Deferred", vm
         assert "NodeAffinity" in vm["node"]["message"], vm
-        assert vm["msg"].startswith("the node of pod %s has not applied the compute CPU limit after 5s (pending: "
+        assert vm["msg"].startswith("the node of pod %s has not applied the compute CPU resources after 5s (pending: "
                                     "Deferred: " % vm["pod"]), vm
         assert vm["resize_pending"]["reason"] == "Deferred"
         assert fleet.events(name)[-1][:2] == ("Warning", "CPULimitFailed")

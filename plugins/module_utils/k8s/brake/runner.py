@@ -228,7 +228,7 @@ class CpuLimitRunner(object):
                 return "pod %s: %s; brake lifted" % (before["pod"], request)
             return "cap lifted (%s)" % ("no running launcher pod" if before["pod"] is None
                                         else "pod %s has no cap to raise" % before["pod"])
-        again = "; re-applied the desired brake" if action == "reconcile" else ""
+        again = "; re-applied the desired %s" % ("brake" if request else "cap") if action == "reconcile" else ""
         if after["compute_cpu_limit"] == before["compute_cpu_limit"] and request:
             return "pod %s: %s%s" % (before["pod"], request, again)
         return "compute CPU limit of pod %s set to %s (was %s)%s%s" % (
