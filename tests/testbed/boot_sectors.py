@@ -8,7 +8,7 @@ it before the lab's virtualenv is needed.
   idle           `cli; hlt; jmp`: halts for good.
   until_stopped  spins every vCPU until the first byte of the disk's second
                  sector is not 0 (stop() writes it), reading that sector
-                 through the BIOS after every 2^24 turns of its loop, then
+                 through the BIOS after every 2^20 turns of its loop, then
                  halts them all: a tenant's job that ends
                  (guests/until_stopped.s is its source).
 
@@ -24,7 +24,7 @@ PROGRAMS = {
     "until_stopped": bytes.fromhex(
         "fa31c08ed88ec08ed0bc007c8816fd7dc606007e00be967cbf0080b90f00f3a40f0116b87c0f20c00c010f22c0bb0800"
         "8ee324fe0f22c031db8ee366bb0003e0fe646766c70300450c00e83e00646766c70308460c00e83200646766c7030846"
-        "0c00fbb80102b9020030f68a16fd7dbb007ecd13803e007e00750c66b900000001664975fcebdcfaf4ebfc66b9000010"
+        "0c00fbb80102b9020030f68a16fd7dbb007ecd13803e007e00750c66b900001000664975fcebdcfaf4ebfc66b9000010"
         "00664975fcc331c08ed8803e007e0074f9faf4ebfc8d74000000000000000000ffff00000092cf000f00a87c0000"),
 }
 STOP_FLAG_OFFSET = 512

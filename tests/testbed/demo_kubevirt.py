@@ -1,7 +1,7 @@
 """The lab demo's KubeVirt VM, on the lab's real KubeVirt (`lab up` starts
 it): a VirtualMachine of 2 vCPUs whose guest spins both (boot_sectors'
 until_stopped, never stopped), for which virt-controller renders a
-virt-launcher pod and in which virt-handler has QEMU (TCG) started.
+virt-launcher pod and in which virt-handler has QEMU (KVM or TCG, as the lab decided) started.
 `restart` stops and starts it, as `virtctl restart` would: a new VMI and a
 new launcher pod. `measure` prints the CPU the compute container, which
 holds QEMU, used over a few seconds, from its cgroup, once the node runs it

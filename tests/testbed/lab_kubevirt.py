@@ -1,7 +1,7 @@
 """VirtualMachines on the lab's real KubeVirt (`tests/testbed/lab up
 kubevirt`), for the tests and the demo alike: virt-controller renders each
 VMI's virt-launcher pod, the lab node's kubelet runs it, and virt-handler
-has the launcher start QEMU (TCG) on a guest whose disk is one of
+has the launcher start QEMU (KVM or TCG, as the lab decided) on a guest whose disk is one of
 boot_sectors' programs. Made, started, restarted and deleted through the
 API as a user would (virt-api, which serves `virtctl`, does not run in the
 lab); CPU is read where the kubelet puts it, the compute container's

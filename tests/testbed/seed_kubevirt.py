@@ -1,12 +1,12 @@
 """KubeVirt's resources in the lab's kube-apiserver, for the KubeVirt
 components `tests/testbed/lab up kubevirt` runs on the lab node.
 
-  seed_kubevirt.py up ADMIN_KUBECONFIG INSTALL_JSON STATE_DIR NODE
+  seed_kubevirt.py up ADMIN_KUBECONFIG INSTALL_JSON STATE_DIR NODE DOMAIN_TYPE
       What virt-operator would install for virt-controller and virt-handler
       (the List tests/testbed/servers/kubevirt's `kubevirt-install` prints):
       KubeVirt's CRDs, replacing the schema-only ones the kube group seeds,
       and the components' service accounts, roles and bindings. Then the
-      KubeVirt CR with software emulation (the lab has no usable KVM), marked
+      KubeVirt CR, with software emulation unless DOMAIN_TYPE is kvm, marked
       Deployed as virt-operator marks it once it has installed everything,
       and a kubeconfig per component holding a token of its own service
       account, so each runs with the permissions KubeVirt gives it.
@@ -45,8 +45,8 @@ KUBEVIRT_CR = {
     "spec": {
         "imagePullPolicy": "IfNotPresent",
         "configuration": {
-            # No KVM the launcher may use: QEMU's TCG, as KubeVirt's own CI runs without nested virtualisation.
-            "developerConfiguration": {"useEmulation": True, "featureGates": ["HostDisk"]},
+            # useEmulation is set by up(): QEMU's TCG where the lab's guests run without KVM.
+            "developerConfiguration": {"featureGates": ["HostDisk"]},
             # No virt-api serves consoles here: no console log sidecar in every launcher pod.
             "virtualMachineOptions": {"disableSerialConsoleLog": {}},
         },
@@ -102,7 +102,16 @@ def write_kubeconfig(path, server, ca_file, user, token):
     os.replace(path + ".tmp", path)
 
 
-def up(api_client, install_json, state_dir, node):
+def kubevirt_cr(domain_type):
+    """The KubeVirt CR; without KVM, the launchers run QEMU's TCG, as
+    KubeVirt's own CI runs without nested virtualisation."""
+    cr = json.loads(json.dumps(KUBEVIRT_CR))
+    cr["spec"]["configuration"]["developerConfiguration"]["useEmulation"] = domain_type != "kvm"
+    return cr
+
+
+def up(api_client, install_json, state_dir, node, domain_type):
+    cr = kubevirt_cr(domain_type)
     core = client.CoreV1Api(api_client)
     ensure_namespace(core, NAMESPACE)
     ensure_namespace(core, VM_NAMESPACE)
@@ -115,12 +124,12 @@ def up(api_client, install_json, state_dir, node):
     wait_established(api_client, [crd["metadata"]["name"] for crd in crds])
     custom = client.CustomObjectsApi(api_client)
     try:
-        custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "kubevirts", KUBEVIRT_CR)
+        custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "kubevirts", cr)
     except ApiException as exc:
         if exc.status != 409:
             raise
         custom.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "kubevirts", "kubevirt",
-                                              {"spec": KUBEVIRT_CR["spec"]})
+                                              {"spec": cr["spec"]})
     # KubeVirt's components read the CR's configuration only once a phase is set.
     custom.patch_namespaced_custom_object_status(
         GROUP, VERSION, NAMESPACE, "kubevirts", "kubevirt",
@@ -156,7 +165,9 @@ def vm_manifest(name, disk_path, node_taint, namespace=VM_NAMESPACE, labels=None
                 "spec": {
                     # Everything virt-api's defaulting webhook would fill in: it does not run in the lab.
                     "domain": {
-                        "cpu": {"sockets": 1, "cores": cores, "threads": 1, "model": "qemu64"},
+                        # qemu64 offers AMD's svm, which KVM on this nested host does not: off, under TCG too.
+                        "cpu": {"sockets": 1, "cores": cores, "threads": 1, "model": "qemu64",
+                                "features": [{"name": "svm", "policy": "disable"}]},
                         # Set by virt-api on a new VM; else KubeVirt sets it after the first start and
                         # reports the VM RestartRequired.
                         "firmware": {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (namespace, name)))},
@@ -246,7 +257,7 @@ def main():
     command, kubeconfig = sys.argv[1:3]
     api_client = config.new_client_from_config(config_file=kubeconfig)
     if command == "up":
-        up(api_client, *sys.argv[3:6])
+        up(api_client, *sys.argv[3:7])
     elif command == "vm":
         vm(api_client, *sys.argv[3:6])
     elif command == "down":

@@ -47,7 +47,9 @@ again:
     int $0x13
     cmpb $0, 0x7e00
     jne stop
-    mov $0x01000000, %ecx
+    # 2^20 turns between reads: under TCG a few milliseconds; a nested
+    # hypervisor emulates real-mode code, about a second.
+    mov $0x00100000, %ecx
 spin:
     dec %ecx
     jnz spin
