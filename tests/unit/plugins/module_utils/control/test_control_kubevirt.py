@@ -166,3 +166,15 @@ def test_kubevirt_vms_that_could_not_be_read_are_named_and_the_rest_is_decided()
     result = recommend.replay({"hv-1": host()}, None, TIMES, kubevirt=failed)
     assert {"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: cannot reach Prometheus at "
                                           "http://prometheus:9090: connection refused"} in result["skipped"]
+
+
+def test_a_weight_an_approved_plan_demoted_on_a_kubevirt_vm_is_the_policys_own_with_the_weight_it_had():
+    """Its record names the plan and the VMI keeps the desired request: the
+    policy may later raise or restore that weight; without the desired
+    request (a cap only, or nothing of ours) no weight is claimed."""
+    demoted = {"platform": "kubevirt", "cap_cpus": None, "cpu_request": 0.121, "desired_request": "121m",
+               "previous_cpu_request": 0.3, "throttle": {"plan": "plan-1", "time": "2026-01-05T10:00:00Z"}}
+    state = observe.vm_state(demoted)
+    assert (state["weight"], state["weight_was"], state["rule"]) == (123.904, 307.2, "contain")
+    assert observe.vm_state(dict(demoted, desired_request=None)) == {}
+    assert "weight" not in observe.vm_state(dict(demoted, desired_request=None, cap_cpus=1.0))
