@@ -100,11 +100,16 @@ def check_cap_brakes(field, value, cap_cpus, vcpus, per_vcpu=False):
                               % (vcpus, plural, cap_cpus, vcpus, plural))
 
 
+def is_unlimited(quota):
+    """Whether a quota as libvirt reports it sets no limit: none, -1 (cgroup
+    v1's), 0 (not set in a config), or libvirt's largest quota, which it
+    reads back from cgroup v2's "max"."""
+    return quota is None or quota <= 0 or quota >= QUOTA_RANGE[1]
+
+
 def cpus_for_quota(quota, period):
     """CPUs a period/quota pair allows; None means no limit."""
-    if quota is None or quota < 0 or not period:
-        return None
-    if quota == 0:
+    if is_unlimited(quota) or not period:
         return None
     return quota / period
 
@@ -123,7 +128,7 @@ def vcpu_cap_from_domain_cpus(domain_cpus, vcpus):
 
 def ratio(period, quota):
     """Share of one CPU a period/quota pair allows; infinity when unlimited."""
-    if quota is None or quota <= 0 or not period:
+    if is_unlimited(quota) or not period:
         return float("inf")
     return quota / period
 

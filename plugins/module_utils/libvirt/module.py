@@ -12,12 +12,36 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import pwd
+
 from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import summary
 from ansible_collections.overcommit.control.plugins.module_utils.common.module import PlatformModule
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
     HAS_LIBVIRT, LibvirtClient, LibvirtClientError, connection_argument_spec)
+
+# libvirt's error codes for a connection its access rules refused:
+# VIR_ERR_AUTH_FAILED, VIR_ERR_AUTH_CANCELLED, VIR_ERR_AUTH_UNAVAILABLE.
+ACCESS_CODES = (45, 79, 94)
+
+
+def access_hint(message, code, user):
+    """What a user whom libvirt refused lacks, in words, or "": the system
+    socket refuses a user outside the libvirt group (Permission denied),
+    polkit one it has no rule for (an authentication error)."""
+    if code in ACCESS_CODES or "Permission denied" in message or "authentication" in message.lower():
+        return ("; user %s has no access to libvirt here: add it to the libvirt group, or allow it "
+                "org.libvirt.unix.manage with a polkit rule (the collection's docs/privileges.md)" % user)
+    return ""
+
+
+def current_user():
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return "uid %d" % os.geteuid()
 
 
 class LibvirtModule(PlatformModule):
@@ -49,7 +73,9 @@ class LibvirtModule(PlatformModule):
         try:
             return LibvirtClient(self.params["uri"])
         except LibvirtClientError as exc:
-            self.fail_json(msg="cannot connect to %s: %s" % (self.params["uri"], exc), **failed)
+            self.fail_json(msg="cannot connect to %s: %s%s" % (self.params["uri"], exc,
+                                                               access_hint(str(exc), exc.code, current_user())),
+                           **failed)
 
     def client_error_message(self, exc):
         """A libvirt error outside any one domain's work."""

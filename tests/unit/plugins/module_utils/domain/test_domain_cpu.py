@@ -64,3 +64,14 @@ def test_the_message_gives_the_value_as_written():
     with pytest.raises(ValueRangeError, match=r"^cpus='500' is out of range: allowed under the VM's 2 vCPUs: "
                                               r"a cap of 500 CPU caps nothing"):
         cpu.check_cap_brakes("cpus", "500", 500.0, 2)
+
+
+def test_libvirts_largest_quota_is_no_cap_as_cgroup_v2_reads_back_max():
+    """On a cgroup v2 host libvirt reports an unlimited quota ("max" in
+    cpu.max) as 17592186044415, not -1: a domain with no cap is no domain
+    capped at 1.76e8 CPUs."""
+    v2 = {"global_quota": 17592186044415, "global_period": 100000, "vcpu_quota": 17592186044415,
+          "vcpu_period": 100000}
+    assert cpu.domain_cpus(v2, 2) is None and cpu.cap_text(v2, 2) == cpu.cpus_text(None)
+    assert cpu.ratio(100000, 17592186044415) == float("inf")
+    assert cpu.domain_cpus(dict(v2, global_quota=50000), 2) == 0.5
