@@ -26,6 +26,9 @@ from datetime import datetime, timezone
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 
 # The shape of the records this collection writes; readers take it and older.
+# The schema records are written in, and the newest this collection reads
+# (a kind of record whose shape grew reads and writes a later one: the
+# KubeVirt throttle record, k8s/brake/records.py).
 RECORD_SCHEMA = 1
 SCHEMA_FIELD = "schema"
 
@@ -39,9 +42,10 @@ class NewerRecordError(ValueRangeError):
         self.args = ("%s: %s; nothing was changed" % (field, why),)
 
 
-def schema_refusal(value):
-    """Why a record whose schema field holds `value` cannot be read, or None
-    when it can (None: a record written before records carried a schema)."""
+def schema_refusal(value, newest=RECORD_SCHEMA):
+    """Why a record whose schema field holds `value` cannot be read (newer
+    than `newest`), or None when it can (None: a record written before
+    records carried a schema)."""
     if value is None:
         return None
     try:
@@ -50,9 +54,9 @@ def schema_refusal(value):
         number = None
     if number is None or number < 1:
         return "its schema %r is not a record schema (a whole number from 1)" % (value,)
-    if number > RECORD_SCHEMA:
+    if number > newest:
         return ("it was written in record schema %d by a newer overcommit.control, and this one reads schema %d and "
-                "older: act on this object with the newer collection" % (number, RECORD_SCHEMA))
+                "older: act on this object with the newer collection" % (number, newest))
     return None
 
 

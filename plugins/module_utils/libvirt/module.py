@@ -27,10 +27,13 @@ from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client 
 ACCESS_CODES = (45, 79, 94)
 
 
-def access_hint(message, code, user):
-    """What a user whom libvirt refused lacks, in words, or "": the system
-    socket refuses a user outside the libvirt group (Permission denied),
-    polkit one it has no rule for (an authentication error)."""
+def access_hint(message, code, user, uri="qemu:///system"):
+    """What a user whom the local libvirtd refused lacks, in words, or "":
+    the system socket refuses a user outside the libvirt group (Permission
+    denied), polkit one it has no rule for (an authentication error). A
+    remote URI's refusal (SSH's own) is not the local user's rights."""
+    if "://" in uri and uri.split("://", 1)[1].split("/", 1)[0]:
+        return ""
     if code in ACCESS_CODES or "Permission denied" in message or "authentication" in message.lower():
         return ("; user %s has no access to libvirt here: add it to the libvirt group, or allow it "
                 "org.libvirt.unix.manage with a polkit rule (the collection's docs/privileges.md)" % user)
@@ -74,7 +77,8 @@ class LibvirtModule(PlatformModule):
             return LibvirtClient(self.params["uri"])
         except LibvirtClientError as exc:
             self.fail_json(msg="cannot connect to %s: %s%s" % (self.params["uri"], exc,
-                                                               access_hint(str(exc), exc.code, current_user())),
+                                                               access_hint(str(exc), exc.code, current_user(),
+                                                                           self.params["uri"])),
                            **failed)
 
     def client_error_message(self, exc):

@@ -78,11 +78,12 @@ def check_cap_brakes(cap, vcpus, field, value):
     vCPUs: a whole-domain cap of `vcpus` CPUs or more, or a per-vCPU cap of
     one CPU or more. Raises ValueRangeError naming `field` (cpus or quota)
     and the domain's vCPUs; shares and emulator caps alone pass."""
-    if cap.get("global_quota") is not None:
-        cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["global_quota"], cap["global_period"]), vcpus)
-    if cap.get("vcpu_quota") is not None:
-        cpu.check_cap_brakes(field, value, cpu.cpus_for_quota(cap["vcpu_quota"], cap["vcpu_period"]), vcpus,
-                             per_vcpu=True)
+    # A quota asked for is judged as the CPUs it allows, libvirt's largest included (which libvirt reads back
+    # as no limit on cgroup v2): only a negative one asks for no cap.
+    if cap.get("global_quota") is not None and cap["global_quota"] > 0:
+        cpu.check_cap_brakes(field, value, cap["global_quota"] / float(cap["global_period"]), vcpus)
+    if cap.get("vcpu_quota") is not None and cap["vcpu_quota"] > 0:
+        cpu.check_cap_brakes(field, value, cap["vcpu_quota"] / float(cap["vcpu_period"]), vcpus, per_vcpu=True)
 
 
 def live_equivalent(config_values):

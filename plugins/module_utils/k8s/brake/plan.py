@@ -198,6 +198,20 @@ def check_weight(view, pod):
                            "request added in place would change the pod's QoS class")
 
 
+def check_against_desired(view, request, cpus, cpu_request):
+    """Refuses a throttle of one lever that the brake's other desired lever
+    (a cap or request a new pod has not got yet) would contradict: every
+    later reconcile would be refused with limit under request."""
+    if request["state"] != THROTTLED:
+        return
+    limit = cpus if cpus is not None else desired_cpus(view, request["keys"]["desired"])
+    floor = cpu_request if cpu_request is not None else \
+        desired_cpus(view, request["keys"]["desired_request"], "desired_request")
+    if limit is not None and floor is not None and limit + 1e-9 < floor:
+        raise LimitRefusal("a cap of %s would be under the CPU request of %s the brake keeps: Kubernetes requires "
+                           "limit >= request" % (quantity.format_cpu(limit), quantity.format_cpu(floor)))
+
+
 def target(view, pod, request):
     """(CPUs the compute limit should have, CPUs its request should have -
     None for each: nothing to set; the action). Raises LimitRefusal."""
@@ -212,14 +226,15 @@ def target(view, pod, request):
         cpu_request = desired_cpus(view, keys["desired_request"], "desired_request")
     if cpus is None and cpu_request is None:
         return None, None, None
-    if cpus is not None:
-        earlier = earlier_record(view)[1]
-        check_class(view, cpus, request, forced=bool(earlier and earlier.forced))
-        if request["state"] == THROTTLED:
-            # A limit at or above the vCPU count is no brake: refused before anything is written.
-            check_cap_brakes("cpus", request.get("cpus_text", cpus), cpus, view["vcpus"])
+    earlier = earlier_record(view)[1]
+    # The class's guard holds for a demoted weight as for a cap (check_class with no cap checks the class only).
+    check_class(view, cpus, request, forced=bool(earlier and earlier.forced))
+    if cpus is not None and request["state"] == THROTTLED:
+        # A limit at or above the vCPU count is no brake: refused before anything is written.
+        check_cap_brakes("cpus", request.get("cpus_text", cpus), cpus, view["vcpus"])
     if cpu_request is not None:
         check_weight(view, pod)
+    check_against_desired(view, request, cpus, cpu_request)
     if pod is None:
         raise LimitRefusal("no running virt-launcher pod")
     check_resize(pod, cpus, cpu_request)
@@ -235,6 +250,10 @@ def desire_patch(view, pod, cpus, request, fields, cpu_request=None):
     annotations = {}
     for value, field in ((cpus, "desired"), (cpu_request, "desired_request")):
         if value is None:
+            if view[field] is None and wanted_desired(view, field) is not None:
+                # A VMI a restart made takes the lever this task leaves alone from its VM's copy,
+                # which the VM keeps only as long as the VMI says it too.
+                annotations[keys[field]] = wanted_desired(view, field)
             continue
         desired = quantity.format_cpu(value)
         # A reconcile takes a cap onto the VMI only from the VM (the VMI's own is there already).
@@ -249,9 +268,12 @@ def desire_patch(view, pod, cpus, request, fields, cpu_request=None):
             record = ThrottleRecord(**dict((k, v) for k, v in fields.items() if v is not None))
             # The limit and request before the first throttle survive later throttles and restarts.
             record.previous = (earlier.previous if earlier else None) if recorded else pod_view(pod)["limit_text"]
-            # A record written before requests were kept has none: the request is still the pod's own then.
+            # The request before the first demotion (a record of caps only keeps none: the pod's request
+            # is still its own then); a record that keeps one is schema 2 (records.ThrottleRecord).
             record.previous_request = earlier.previous_request if recorded and earlier and \
-                earlier.previous_request is not None else pod_view(pod)["request_text"]
+                earlier.previous_request is not None else \
+                pod_view(pod)["request_text"] if cpu_request is not None or wanted_desired(view, "desired_request") \
+                else None
             record.forced = bool(request["force"] or (earlier and earlier.forced)) or None
             annotations[keys["record"]] = record.text()
     return {"metadata": {"annotations": annotations}} if annotations else None
@@ -287,8 +309,14 @@ def applied_patch(view, pod, cpus, request, time, restore=False, cpu_request=Non
     and the record). None when they already say so."""
     keys = request["keys"]
     annotations = {}
+    applied = view["applied"]
+    if pod is not None and applied is not None and applied.pod_uid == pod["metadata"].get("uid") and not restore:
+        # What this task left alone on the same pod is still in force there.
+        cpus = cpus if cpus is not None or applied.cpus is None else quantity.cpu("applied", applied.cpus)
+        cpu_request = cpu_request if cpu_request is not None or applied.request is None else \
+            quantity.cpu("applied", applied.request)
     if pod is not None and (cpus is not None or cpu_request is not None) and \
-            not _same_applied(view["applied"], pod, cpus, cpu_request):
+            not _same_applied(applied, pod, cpus, cpu_request):
         meta = pod.get("metadata") or {}
         annotations[keys["applied"]] = AppliedRecord(
             cpus=quantity.format_cpu(cpus) if cpus is not None else None,

@@ -17,14 +17,19 @@ from ansible_collections.overcommit.control.plugins.module_utils.common import u
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
     schema_refusal
 
+# The schema of a throttle record that keeps the launcher's CPU request
+# before a demotion (`previous_request`): a collection that reads only
+# schema 1 would restore the cap and leave the weight demoted.
+DEMOTED_REQUEST_SCHEMA = 2
 
-def _mapping(text):
+
+def _mapping(text, newest=RECORD_SCHEMA):
     # Annotations are data anyone with write access may have put there.
     try:
         value = untrusted.loads(text)
     except ValueError:
         return None
-    if not isinstance(value, dict) or schema_refusal(value.get(SCHEMA_FIELD)):
+    if not isinstance(value, dict) or schema_refusal(value.get(SCHEMA_FIELD), newest):
         return None
     return value
 
@@ -37,6 +42,8 @@ class _Record(object):
     FIELDS = ()
     # Field name -> its key in the JSON, where they differ.
     KEYS = {}
+    # The newest schema of this kind of record that this collection reads.
+    NEWEST = RECORD_SCHEMA
 
     def __init__(self, **values):
         unknown = set(values) - set(self.FIELDS) - {"extra"}
@@ -58,12 +65,12 @@ class _Record(object):
             return "not a record: %s" % exc
         if not isinstance(value, dict):
             return "not a record: a JSON %s, not a mapping" % type(value).__name__
-        return schema_refusal(value.get(SCHEMA_FIELD))
+        return schema_refusal(value.get(SCHEMA_FIELD), cls.NEWEST)
 
     @classmethod
     def parse(cls, text):
         """The record an annotation holds, or None (absent or unreadable)."""
-        stored = _mapping(text)
+        stored = _mapping(text, cls.NEWEST)
         if stored is None:
             return None
         keys = dict((cls.KEYS.get(field, field), field) for field in cls.FIELDS)
@@ -81,9 +88,12 @@ class _Record(object):
 
     ALWAYS = ()
 
+    def schema(self):
+        return RECORD_SCHEMA
+
     def text(self):
-        """The annotation's text: the record in the current schema."""
-        return json.dumps(dict(self.as_dict(), **{SCHEMA_FIELD: RECORD_SCHEMA}), sort_keys=True)
+        """The annotation's text: the record in its schema."""
+        return json.dumps(dict(self.as_dict(), **{SCHEMA_FIELD: self.schema()}), sort_keys=True)
 
     def __eq__(self, other):
         return type(other) is type(self) and other.as_dict() == self.as_dict()
@@ -103,12 +113,17 @@ class ThrottleRecord(_Record):
 
     FIELDS = ("previous", "previous_request", "reason", "by", "time", "plan", "forced")
     ALWAYS = ("previous",)
+    NEWEST = DEMOTED_REQUEST_SCHEMA
 
     def as_dict(self):
         out = super(ThrottleRecord, self).as_dict()
         if not self.forced:
             out.pop("forced", None)
         return out
+
+    def schema(self):
+        # A record that keeps a demoted request is one an older collection could not restore exactly.
+        return DEMOTED_REQUEST_SCHEMA if self.previous_request is not None else RECORD_SCHEMA
 
 
 class AppliedRecord(_Record):

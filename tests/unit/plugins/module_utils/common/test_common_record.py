@@ -141,13 +141,14 @@ def test_kubevirt_records_in_the_first_shape_read_and_equal_their_rewrite_in_the
 
 
 def test_a_kubevirt_throttle_record_of_a_newer_schema_refuses_throttle_and_restore():
-    newer = json.dumps({"previous": "4", "reason": "INC-1", "schema": NEWER})
+    # Schema 2 is this collection's own KubeVirt record that keeps a demoted request: 3 is newer.
+    newer = json.dumps({"previous": "4", "reason": "INC-1", "schema": NEWER + 1})
     assert ThrottleRecord.parse(newer) is None and "newer overcommit.control" in ThrottleRecord.unreadable(newer)
     view = vmi_view({PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": newer})
     for req in (request(cpus="1"), request(state="restored", cpus=None)):
         with pytest.raises(limit_state.LimitRefusal) as refused:
             limit_plan.target(view, LAUNCHER, req)
-        assert "record schema %d" % NEWER in str(refused.value) and "nothing was changed" in str(refused.value)
+        assert "record schema %d" % (NEWER + 1) in str(refused.value) and "nothing was changed" in str(refused.value)
         # Removing it would lose what restore gives back: not advised for a newer record.
         assert "remove" not in str(refused.value)
 

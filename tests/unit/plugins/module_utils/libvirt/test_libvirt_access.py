@@ -13,3 +13,8 @@ def test_a_refused_connection_names_the_group_or_polkit_rule_the_user_lacks():
     # Anything else (libvirtd down) is not a matter of rights.
     assert access_hint("Failed to connect socket to '/var/run/libvirt/libvirt-sock': No such file or directory",
                        38, "ops") == ""
+
+
+def test_a_remote_uris_refusal_is_not_the_local_users_rights():
+    assert access_hint("Permission denied (publickey)", 38, "ops", "qemu+ssh://hv-7/system") == ""
+    assert access_hint("Permission denied", 38, "ops", "qemu:///system")

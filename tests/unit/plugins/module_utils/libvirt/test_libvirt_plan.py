@@ -42,6 +42,8 @@ def test_cap_values_for_domain_and_vcpu_scopes():
     ({"cpus": 1, "scope": "vcpu"}, 4, "cpus", 1),
     ({"quota": 400000}, 4, "quota", 400000),
     ({"quota": 100000, "period": 50000, "scope": "vcpu"}, 2, "quota", 100000),
+    # libvirt's largest quota, which it reads back as no limit on cgroup v2: asked for, it caps nothing.
+    ({"quota": 17592186044415}, 4, "quota", 17592186044415),
 ])
 def test_a_cap_that_caps_nothing_is_refused_before_any_plan(cap_args, vcpus, field, value):
     cap = plan.cap_values(1, **cap_args)

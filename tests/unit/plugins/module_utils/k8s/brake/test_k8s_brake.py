@@ -104,7 +104,7 @@ def test_throttle_plan_records_the_previous_limit_once():
     assert limit_plan.target(current, launcher, req) == (2.0, None, "throttle")
     desire = limit_plan.desire_patch(current, launcher, 2.0, req, FIELDS)["metadata"]["annotations"]
     assert desire[PREFIX + "cpu-limit"] == "2"
-    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4", previous_request="400m", schema=1)
+    assert json.loads(desire[PREFIX + "cpu-limit-throttle"]) == dict(FIELDS, previous="4", schema=1)
     assert limit_plan.resize_patch(launcher, 2.0) == {
         "spec": {"containers": [{"name": "compute", "resources": {"limits": {"cpu": "2"}}}]}}
 
@@ -373,7 +373,9 @@ def test_a_weight_alone_demotes_the_request_in_place_records_it_and_restore_give
         "spec": {"containers": [{"name": "compute", "resources": {"requests": {"cpu": "100m"}}}]}}
     desire = limit_plan.desire_patch(current, launcher, None, req, FIELDS, 0.1)["metadata"]["annotations"]
     assert PREFIX + "cpu-limit" not in desire and desire[PREFIX + "cpu-request"] == "100m"
+    # A record that keeps a demoted request is schema 2: a collection reading schema 1 refuses it.
     assert json.loads(desire[PREFIX + "cpu-limit-throttle"])["previous_request"] == "400m"
+    assert json.loads(desire[PREFIX + "cpu-limit-throttle"])["schema"] == 2
     applied = limit_plan.applied_patch(current, launcher, None, req, "t", cpu_request=0.1)["metadata"]["annotations"]
     assert json.loads(applied[PREFIX + "cpu-limit-applied"])["request"] == "100m"
     # The node runs it once the container's status says the new request.
@@ -410,3 +412,29 @@ def test_a_weight_is_refused_where_it_cannot_be_one():
     # Under a cap already in force: the request may not go above it.
     with pytest.raises(limit_state.LimitRefusal, match="limit of 500m CPU is under .* request of 600m"):
         limit_plan.target(view(vmi()), pod(limits={"cpu": "500m"}), request(cpus=None, cpu_request="600m"))
+
+
+def test_one_lever_thrown_keeps_the_other_the_brake_holds():
+    """A weight alone on a VMI a restart made takes the cap its VM kept
+    (else the VM's copy would go with this write); a weight above the cap
+    the brake keeps is refused; the class guards a weight as a cap; the
+    applied record keeps the lever a task left alone on the same pod."""
+    req = request(cpus=None, cpu_request="100m")
+    kept = virtual_machine(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-throttle": json.dumps(
+        dict(FIELDS, previous=None))})
+    restarted = limit_state.vmi_view(vmi(), req["keys"], kept)
+    assert restarted["fresh"]
+    desire = limit_plan.desire_patch(restarted, pod(), None, req, FIELDS, 0.1)["metadata"]["annotations"]
+    assert desire[PREFIX + "cpu-limit"] == "1" and desire[PREFIX + "cpu-request"] == "100m"
+    capped = view(vmi(annotations={PREFIX + "cpu-limit": "500m"}))
+    with pytest.raises(limit_state.LimitRefusal, match="cap of 500m would be under the CPU request of 600m"):
+        limit_plan.target(capped, pod(), request(cpus=None, cpu_request="600m"))
+    with pytest.raises(limit_state.LimitRefusal, match="dedicated VM"):
+        limit_plan.target(view(vmi(labels={PREFIX + "class": "dedicated"})), pod(), req)
+    assert limit_plan.target(view(vmi(labels={PREFIX + "class": "dedicated"})), pod(),
+                             request(cpus=None, cpu_request="100m", force=True))[1] == 0.1
+    launcher = pod(limits={"cpu": "1"})
+    applied = json.dumps({"cpus": "1", "pod": launcher["metadata"]["name"], "podUID": "pod-uid-1", "time": "t"})
+    both = view(vmi(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-applied": applied}))
+    written = limit_plan.applied_patch(both, launcher, None, req, "t2", cpu_request=0.1)["metadata"]["annotations"]
+    assert json.loads(written[PREFIX + "cpu-limit-applied"])["cpus"] == "1"
