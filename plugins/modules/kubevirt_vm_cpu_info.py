@@ -134,6 +134,12 @@ vms:
       description: The demoted CPU request the brake keeps on the launcher (its CPU weight), or null.
       type: str
       version_added: 0.1.1
+    desired_cpu_request:
+      description: C(desired_request) in CPUs (null when there is none or it is no CPU quantity). The weight the
+        policy judges the VM by, as it judges a cap by the desired cap - also on a new launcher pod (a live
+        migration) that has not got it back from a reconcile yet.
+      type: float
+      version_added: 0.1.1
     throttle:
       description: The throttle record (previous limit and request, reason, by, time, plan), or null.
       type: dict

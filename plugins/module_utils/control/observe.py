@@ -114,9 +114,14 @@ def cpu_weight(domain):
     a libvirt domain's live cpu_shares (libvirt's default 1024, or cgroup
     v2's cpu.weight, 100 by default, which libvirt reports in its place); a
     KubeVirt launcher pod's CPU request as the kubelet turns it into shares
-    (1024 a CPU). None when not known."""
-    if domain.get("cpu_request") is not None:
-        return round(float(domain["cpu_request"]) * 1024, 3) or None
+    (1024 a CPU): the request the brake keeps when it demoted one, as a cap
+    is the desired cap (a new pod gets it back from a reconcile). None when
+    not known."""
+    request = domain.get("desired_cpu_request")
+    if request is None:
+        request = domain.get("cpu_request")
+    if request is not None:
+        return round(float(request) * 1024, 3) or None
     shares = (domain.get("live") or {}).get("cpu_shares")
     return shares if isinstance(shares, (int, float)) and not isinstance(shares, bool) and shares > 0 else None
 

@@ -101,12 +101,12 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         "paused": "true" in (labels.get(keys["paused"]), owner_labels.get(keys["paused"])),
     }
     previous_request = view["record"].previous_request if view["record"] else None
-    try:
-        entry["previous_cpu_request"] = quantity.cpu("previous_request", previous_request) \
-            if previous_request is not None else None
-    except ValueRangeError:
-        # A hand-edited record: no weight to give back is known.
-        entry["previous_cpu_request"] = None
+    for field, text in (("previous_cpu_request", previous_request), ("desired_cpu_request", view["desired_request"])):
+        try:
+            entry[field] = quantity.cpu(field, text) if text is not None else None
+        except ValueRangeError:
+            # Hand-edited: no weight is known from it.
+            entry[field] = None
     if declared and entry["class"] is None:
         entry["class_error"] = "class label %r is none of %s" % (declared, ", ".join(CLASSES))
     if policy_error:

@@ -178,3 +178,12 @@ def test_a_weight_an_approved_plan_demoted_on_a_kubevirt_vm_is_the_policys_own_w
     assert (state["weight"], state["weight_was"], state["rule"]) == (123.904, 307.2, "contain")
     assert observe.vm_state(dict(demoted, desired_request=None)) == {}
     assert "weight" not in observe.vm_state(dict(demoted, desired_request=None, cap_cpus=1.0))
+
+
+def test_a_migrated_vms_demoted_weight_is_judged_by_the_request_the_brake_keeps():
+    """After a live migration the new launcher runs the template's request
+    until the reconcile demotes it again: the policy judges the weight it
+    set, as it judges a cap by the desired cap, not someone else's change."""
+    migrated = {"platform": "kubevirt", "cpu_request": 0.3, "desired_cpu_request": 0.121}
+    assert observe.cpu_weight(migrated) == 123.904
+    assert observe.cpu_weight(dict(migrated, desired_cpu_request=None)) == 307.2
