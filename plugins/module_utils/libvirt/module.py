@@ -20,7 +20,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.fleet im
 from ansible_collections.overcommit.control.plugins.module_utils.common.module import PlatformModule
 from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (
-    HAS_LIBVIRT, LibvirtClient, LibvirtClientError, connection_argument_spec)
+    HAS_LIBVIRT, LibvirtClient, LibvirtClientError, connection_argument_spec, is_local_uri)
 
 # libvirt's error codes for a connection its access rules refused:
 # VIR_ERR_AUTH_FAILED, VIR_ERR_AUTH_CANCELLED, VIR_ERR_AUTH_UNAVAILABLE.
@@ -32,7 +32,7 @@ def access_hint(message, code, user, uri="qemu:///system"):
     the system socket refuses a user outside the libvirt group (Permission
     denied), polkit one it has no rule for (an authentication error). A
     remote URI's refusal (SSH's own) is not the local user's rights."""
-    if "://" in uri and uri.split("://", 1)[1].split("/", 1)[0]:
+    if not is_local_uri(uri):
         return ""
     if code in ACCESS_CODES or "Permission denied" in message or "authentication" in message.lower():
         return ("; user %s has no access to libvirt here: add it to the libvirt group, or allow it "

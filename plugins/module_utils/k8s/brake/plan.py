@@ -187,12 +187,9 @@ def restore_target(view, pod, request):
     return cpus, cpu_request, "restore"
 
 
-def check_weight(view, pod):
-    """Refuses a demoted CPU request where it cannot be a weight: dedicated
-    CPU placement (a Guaranteed pod), a pod without a CPU request."""
-    if view["dedicated_placement"]:
-        raise LimitRefusal("the VM has dedicated CPUs (dedicatedCpuPlacement): its launcher pod is Guaranteed with "
-                           "exclusive CPUs and cannot be resized")
+def check_weight(pod):
+    """Refuses a demoted CPU request on a pod without one (dedicated CPU
+    placement is check_class's to refuse)."""
     if pod is not None and pod_view(pod)["cpu_request"] is None:
         raise LimitRefusal("the compute container has no CPU request: its CPU weight already is the least, and a "
                            "request added in place would change the pod's QoS class")
@@ -233,7 +230,7 @@ def target(view, pod, request):
         # A limit at or above the vCPU count is no brake: refused before anything is written.
         check_cap_brakes("cpus", request.get("cpus_text", cpus), cpus, view["vcpus"])
     if cpu_request is not None:
-        check_weight(view, pod)
+        check_weight(pod)
     check_against_desired(view, request, cpus, cpu_request)
     if pod is None:
         raise LimitRefusal("no running virt-launcher pod")
