@@ -7,9 +7,9 @@ wait as the host's CPU pressure (PSI) and as the guest's own vCPU delay
 host's own, before and after the cap, in the same test.
 
 The policy then decides on exactly what was measured: its calm test and its
-gate read the host's pressure net of what the caps add (policy.net_pressure),
-so the capped culprit, alone and still wanting its CPU, neither keeps its
-node gated nor blocks its own release.
+gate read what the unbraked VMs feel while a brake is on
+(policy.unbraked_pressure), so the capped culprit, alone and still wanting
+its CPU, neither keeps its node gated nor blocks its own release.
 
 The lab runs cgroup v1 (the test says which it measured); on a cgroup v2 host
 the kernel's accounting of throttled time is the same question, asked by the

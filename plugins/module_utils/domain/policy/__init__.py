@@ -73,8 +73,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.c
     ACTION_ORDER, ACTIONS, Cycle, decide)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.judgement import (
     BUSY_AS_USUAL, IDLE_CPUS, MIN_WEIGHT, USUAL_SAMPLE_SECONDS, USUAL_STEP, USUAL_TRUST_SECONDS, WEIGHT_STEP_SHARE,
-    demoted_weight, entitlements, floor_of, follow_usual, is_culprit, net_pressure, pool_vms, shared_pool, surges,
-    trusted_usual, waits, weights)
+    demoted_weight, entitlements, floor_of, follow_usual, is_culprit, own_wait_share, pool_vms, shared_pool,
+    surges, trusted_usual, unbraked_pressure, waits, weights)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.parameters import (
     INTEGER_PARAMETERS, NAME, PARAMETERS, parameters)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.rules.contain import (

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.judgement import (
-    BASE_STEP, BASE_WEIGHT, IDLE_CPUS, follow_usual, net_pressure, shared_pool, waits, weight_in_force)
+    BASE_STEP, BASE_WEIGHT, IDLE_CPUS, follow_usual, shared_pool, unbraked_pressure, waits, weight_in_force)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.parameters import NAME, parameters
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.rules import RULES
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.state import CAP_KEYS, LOOSEN, TIGHTEN
@@ -90,7 +90,7 @@ class Cycle(object):
         params = self.params
         states = {}
         min_steal = params["min_steal_cpus"]
-        used_pool, used_outside, stateful, capped_wait = 0.0, 0.0, False, 0.0
+        used_pool, used_outside, stateful, braked = 0.0, 0.0, False, set()
         # Calm going into this cycle: the quiet baselines follow the VMs' waits.
         calm_before = not any("1" in vm["state"].get("hist", "") or vm["cap"] is not None
                               or vm["state"].get("weight") is not None for vm in vms)
@@ -102,7 +102,7 @@ class Cycle(object):
             steal = vm["steal"]
             if vm["cap"] is not None or weight_in_force(vm, vm["state"]):
                 # A capped or demoted VM's own wait is the brake's doing.
-                capped_wait += steal or 0.0
+                braked.add(vm["key"])
             # The common case of a fleet, kept cheap: nothing recorded,
             # not capped, not waiting, no usual demand to follow.
             if not vm["state"] and vm["cap"] is None and (steal is None or steal < min_steal) \
@@ -129,7 +129,7 @@ class Cycle(object):
         pool = shared_pool(host, vms)
         idle = max(0.0, pool - used_pool)
         self.idle_by_host[host["name"]] = (idle, pool)
-        scene = Scene(host=dict(net_pressure(host, capped_wait, self.now), pool=pool), vms=vms, states=states,
+        scene = Scene(host=dict(unbraked_pressure(host, vms, braked, self.now), pool=pool), vms=vms, states=states,
                       idle=idle)
         self.movable = None
         self.surging = {}

@@ -188,38 +188,63 @@ def entitlements(host, vms, states=None):
     return result
 
 
-def net_pressure(host, capped_wait, now):
-    """The host with its CPU pressure net of what caps add to it. A VM held
-    by a CFS cap has runnable vCPUs that wait out each throttled period, and
-    the kernel counts that as CPU pressure of the host (measured on cgroup
-    v1: one guest capped to 0.1 CPU with nothing else busy, host PSI some
-    avg10 about 73 %, docs/policy.md); the capped VMs' steal is that wait (a
-    cap's throttled time shows as steal). PSI `some` counts time in which at
-    least one task waits, so the caps add at most min(1, their steal in CPUs)
-    of it, averaged as the kernel averages (avg10, avg60): the share is carried between cycles in
-    the node's state (`capped_psi`), so that the part of avg60 a cap lifted a
-    minute ago still explains is not read as pressure either. The gate and
-    the calm test read this net pressure, so a cap never keeps its own node
-    gated or its own host "contended"; raw is kept for the signals."""
+def own_wait_share(vm):
+    """The share of wall time (%) a VM waited for CPU: its own cgroup's PSI
+    cpu some where the runner read it (cgroup v2), else its vCPU threads'
+    run-queue delay in CPUs, at most one (exact for one vCPU; for more, the
+    most PSI some could be); None when neither was read."""
+    if vm["pressure"] is not None:
+        return vm["pressure"]
+    if vm["steal"] is not None:
+        return 100.0 * min(1.0, vm["steal"])
+    return None
+
+
+# Seconds the unbraked VMs' wait still stands for the host's avg60 after the
+# last brake went off: the kernel's avg60 forgets a brake's wait in about
+# two minutes.
+BRAKE_MEMORY_SECONDS = 120
+
+
+def unbraked_pressure(host, vms, braked, now):
+    """The host's CPU pressure as the gate and the calm test read it: the
+    host's PSI as read while no VM is braked (capped, or its weight
+    demoted); while one is, the pressure the unbraked VMs feel. A braked
+    VM's runnable vCPUs wait out each throttled period (a cap) or yield to
+    the others (a weight), and the kernel counts that as the host's CPU
+    pressure (measured on cgroup v1: one guest capped to 0.1 CPU with
+    nothing else busy, host PSI some avg10 about 73 %, docs/policy.md). PSI
+    `some` of the host is at least that of any of its members, so the most
+    any unbraked VM waited (own_wait_share; dedicated VMs included) is the
+    host's pressure with the brakes' own wait left out, never more than the
+    host read: a victim's own wait stays whole while any brake is on, and
+    pressure from outside the VMs (the host's own threads) goes unseen then.
+    avg60 is that wait averaged as the kernel averages, carried between
+    cycles in the node's state (`unbraked_psi`) until BRAKE_MEMORY_SECONDS
+    after the last brake (with none carried, as if this cycle's waits had
+    always been): the minutes after a brake went off still hold its wait in
+    the kernel's avg60. `braked`:
+    the keys of the braked VMs. Raw figures are kept for the signals."""
+    view = dict(host, avg10_raw=host["avg10"], avg60_raw=host["avg60"], braked_vms=len(braked), unbraked_psi=None)
     node = host.get("node")
-    kept = (node.get("policy") or {}).get("capped_psi") if node is not None else None
-    current = 100.0 * min(1.0, capped_wait)
-    if isinstance(kept, dict) and kept.get("at") is not None:
-        elapsed = max(0.0, now - kept["at"])
-        decay10, decay60 = math.exp(-elapsed / 10.0), math.exp(-elapsed / 60.0)
-        added10 = kept.get("avg10", 0.0) * decay10 + current * (1.0 - decay10)
-        added60 = kept.get("avg60", 0.0) * decay60 + current * (1.0 - decay60)
+    kept = (node.get("policy") or {}).get("unbraked_psi") if node is not None else None
+    if not isinstance(kept, dict) or kept.get("at") is None or kept.get("avg60") is None:
+        kept = None
+    braked_at = now if braked else (kept or {}).get("braked_at")
+    if host["avg10"] is None or braked_at is None or now - braked_at > BRAKE_MEMORY_SECONDS:
+        return view
+    shares = [own_wait_share(vm) for vm in vms if vm["key"] not in braked]
+    felt = max([share for share in shares if share is not None] or [0.0])
+    if kept is not None:
+        decay60 = math.exp(-max(0.0, now - kept["at"]) / 60.0)
+        felt60 = kept["avg60"] * decay60 + felt * (1.0 - decay60)
     else:
-        # No history: as if the caps in force had always been.
-        added10 = added60 = current
-    carried = {"avg10": round(added10, 2), "avg60": round(added60, 2), "at": now} \
-        if max(added10, added60) >= 0.5 else None
-    view = dict(host, avg10_raw=host["avg10"], avg60_raw=host["avg60"], capped_wait=round(capped_wait, 3),
-                capped_psi=carried)
-    if host["avg10"] is not None:
-        view["avg10"] = round(max(0.0, host["avg10"] - added10), 2)
+        # No history: as if the waits of this cycle had always been.
+        felt60 = felt
+    view["avg10"] = round(min(host["avg10"], felt), 2)
     if host["avg60"] is not None:
-        view["avg60"] = round(max(0.0, host["avg60"] - added60), 2)
+        view["avg60"] = round(min(host["avg60"], felt60), 2)
+    view["unbraked_psi"] = {"avg60": round(felt60, 2), "at": now, "braked_at": braked_at}
     return view
 
 

@@ -38,18 +38,20 @@ def gate(cycle, host):
     node = host["node"]
     avg10, avg60, memory = host["avg10"], host["avg60"], host.get("memory_full60")
     state = dict(node["policy"])
-    capped_psi = host.get("capped_psi")
+    unbraked_psi = host.get("unbraked_psi")
     signals = {"pressure_some_avg10": avg10, "pressure_some_avg60": avg60,
                "procs_running": host["procs_running"]}
-    if capped_psi or host.get("capped_wait"):
-        # What the host's PSI said before the caps' own share was taken out.
+    if unbraked_psi:
+        # What the host's PSI said, the brakes' own wait in it.
         signals.update(pressure_some_avg10_raw=host["avg10_raw"], pressure_some_avg60_raw=host["avg60_raw"],
-                       capped_wait_cpus=host["capped_wait"])
+                       braked_vms=host["braked_vms"])
     if memory is not None:
         signals["memory_full_avg60"] = memory
-    # What the caps add to the pressure averages, carried to the next cycle.
-    carried = {"capped_psi": capped_psi} if capped_psi else {}
+    # The unbraked VMs' wait averaged, carried to the next cycle; a state
+    # an older collection kept (`capped_psi`) is dropped.
+    carried = {"unbraked_psi": unbraked_psi} if unbraked_psi else {}
     state.pop("capped_psi", None)
+    state.pop("unbraked_psi", None)
     state.update(carried)
     if (avg10 is None or avg60 is None) and memory is None:
         _keep_node_state(cycle, node, state)

@@ -965,12 +965,54 @@ def test_the_pressure_a_cap_adds_neither_gates_a_node_nor_blocks_the_release():
     assert [a["action"] for a in decide(hosts, [culprit])["actions"]] == ["relax"]
 
 
-def test_pressure_beyond_what_the_caps_explain_still_gates():
-    # The cap explains at most one waiting CPU's worth: 0.3 CPU of steal, 90 % of pressure, 60 % remain.
-    plan = decide([host(cpus=2, avg10=90, avg60=90, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)],
-                  [lone_capped_culprit(steal=0.3)])
+def test_a_victims_own_wait_still_gates_while_a_cap_is_on():
+    # The host reads 90 %: the capped culprit's throttled wait and a victim's own. The victim (one vCPU)
+    # waited 0.6 CPU: 60 % of the time, which gates (severe: 50 %) whatever the cap adds.
+    hosts = [host(cpus=2, avg10=90, avg60=90, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    plan = decide(hosts, [lone_capped_culprit(steal=0.3), vm("web-1", 0.4, 0.6, vcpus=1)])
     gates = [a for a in plan["actions"] if a["action"] == "gate"]
-    assert gates and gates[0]["signals"]["pressure_some_avg60"] == 60 and gates[0]["effect"] == "NoSchedule"
+    assert gates and gates[0]["signals"]["pressure_some_avg60"] == 60 and gates[0]["effect"] == "NoSchedule", plan
+    assert gates[0]["signals"]["pressure_some_avg60_raw"] == 90 and gates[0]["signals"]["braked_vms"] == 1
+    assert plan["state"]["nodes"]["node-hv-1"]["unbraked_psi"] == {"avg60": 60, "at": NOW, "braked_at": NOW}
+    # The same victim waiting 15 %: under the gate, and not taken away by the cap (net_pressure took
+    # 100 x the capped VM's steal off the host's figure, and with it the victim's own wait).
+    plan = decide(hosts, [lone_capped_culprit(steal=0.9), vm("web-1", 0.85, 0.15, vcpus=1)])
+    assert [a for a in plan["actions"] if a["action"] == "gate"] == []
+    assert plan["state"]["nodes"]["node-hv-1"]["unbraked_psi"]["avg60"] == 15
+
+
+def test_a_vms_own_cgroup_pressure_is_its_wait_and_a_demoted_weight_is_a_brake_too():
+    hosts = [host(cpus=2, avg10=80, avg60=80, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    demoted = vm("batch-1", 1.2, 0.8, vcpus=2, weight=100,
+                 state={"weight": 100, "weight_was": 1024, "rule": "contain", "capped_at": NOW - 600,
+                        "changed_at": NOW - 600, "direction": "tighten"})
+    # The victim's cgroup PSI (cgroup v2) says 30 %: soft gate only, though its steal alone would say 60 %.
+    plan = decide(hosts, [demoted, vm("web-1", 0.4, 0.6, vcpus=1, weight=1024, pressure=30.0)])
+    gates = [(a["rule"], a["signals"]["pressure_some_avg10"]) for a in plan["actions"] if a["action"] == "gate"]
+    assert gates == [("gate_pressure", 30)], plan
+
+
+def test_the_unbraked_wait_is_averaged_over_a_minute_and_forgotten_two_minutes_after_the_last_brake():
+    def cycle(now, vms, kept):
+        hosts = [host(cpus=2, avg10=80, avg60=80, node=True, node_state=kept)] + \
+            [host("hv-%d" % n, node=True) for n in range(2, 5)]
+        return decide(hosts, vms, now=now)
+    victim = vm("web-1", 0.9, 0.1, vcpus=1)
+    # A minute ago the unbraked VMs waited 60 %; now 10 %: avg60 is between the two, avg10 is now's.
+    plan = cycle(NOW, [lone_capped_culprit(), victim], {"unbraked_psi": {"avg60": 60, "at": NOW - 60,
+                                                                         "braked_at": NOW - 60}})
+    kept = plan["state"]["nodes"]["node-hv-1"]["unbraked_psi"]
+    assert kept["avg60"] == pytest.approx(10 + 50 / 2.718281828, abs=0.01) and kept["braked_at"] == NOW
+    # The brake went off a minute ago: the kernel's avg60 still holds its wait, the carried average stands.
+    free = vm("batch-1", 0.1, 0.0, vcpus=1)
+    plan = cycle(NOW + 60, [free, victim], {"unbraked_psi": kept})
+    assert plan["state"]["nodes"]["node-hv-1"]["unbraked_psi"]["braked_at"] == NOW
+    # Three minutes after it: the host's own figures again, and the carried state is dropped.
+    plan = cycle(NOW + 180, [free, victim], {"unbraked_psi": kept})
+    gates = [a for a in plan["actions"] if a["action"] == "gate"]
+    assert gates and gates[0]["signals"]["pressure_some_avg60"] == 80 and "pressure_some_avg60_raw" not in \
+        gates[0]["signals"], plan
+    assert "unbraked_psi" not in (plan["state"]["nodes"]["node-hv-1"] or {})
 
 
 def test_a_gated_node_under_memory_pressure_does_not_open():
