@@ -137,6 +137,63 @@ def found_nowhere(requested, host_results, field="domains"):
     return [name for name in requested if name not in seen]
 
 
+def _ran(steps):
+    """(step, result) of each task that ran, a loop's results one by one."""
+    if not isinstance(steps, dict):
+        raise ValueRangeError("steps", type(steps).__name__, "a mapping of step name to a registered result")
+    for step, result in steps.items():
+        if not isinstance(result, dict):
+            continue
+        for one in result["results"] if isinstance(result.get("results"), list) else [result]:
+            if isinstance(one, dict) and not (one.get("skipped") and "summary" not in one):
+                yield step, one
+
+
+def failures(steps):
+    """What could not be done, one line per object, over several fleet tasks
+    run one after the other: `steps` maps a step's name to its registered
+    result (a loop's result too: each of its `results`), or to None for a
+    step that did not run. An object a task failed on is "step: name:
+    why"; a task that failed as a whole gives no summary (a bad option, a
+    server that could not be reached; registered with failed_when: false
+    it no longer says failed) and is "step: why"."""
+    lines = []
+    for step, one in _ran(steps):
+        if isinstance(one.get("summary"), dict):
+            lines.extend("%s: %s: %s" % (step, name, why)
+                         for name, why in sorted((one["summary"].get("failed") or {}).items()))
+        else:
+            lines.append("%s: %s" % (step, one.get("msg") or "failed with no message"))
+    return lines
+
+
+def summaries(steps):
+    """{step: its task's summary, or the list of a loop's} of the tasks
+    that ran and summarised what they did."""
+    out = {}
+    for step, one in _ran(steps):
+        if isinstance(one.get("summary"), dict):
+            if isinstance((steps[step] or {}).get("results"), list):
+                out.setdefault(step, []).append(one["summary"])
+            else:
+                out[step] = one["summary"]
+    return out
+
+
+def by_namespace(keys, field="names"):
+    """{namespace: [name, ...]} of `namespace/name` keys, names in the order
+    given: a module that takes one namespace per task runs once for each."""
+    if not isinstance(keys, list):
+        raise ValueRangeError(field, type(keys).__name__, "a list of namespace/name")
+    grouped = {}
+    for index, key in enumerate(keys):
+        namespace, _sep, name = key.partition("/") if isinstance(key, str) else ("", "", "")
+        if not namespace or not name or "/" in name:
+            raise ValueRangeError("%s[%d]" % (field, index), key, "namespace/name")
+        grouped.setdefault(namespace, []).append(name)
+    return grouped
+
+
 def exit_fleet(module, results, kind, key, describe=None, **extra):
     """Ends the module: every object's result under `key`; the task fails
     when any object failed, after the others were done. describe: see

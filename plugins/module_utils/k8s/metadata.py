@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.overcommit.control.plugins.module_utils.common import untrusted
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.common.names import check_names
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import RECORD_SCHEMA, SCHEMA_FIELD, \
     schema_refusal
 
@@ -42,6 +43,14 @@ def check_prefix(prefix, field="prefix"):
 def check_name_part(field, value):
     if not value or len(value) > 63 or not _NAME.match(value):
         raise ValueRangeError(field, value, "1..63 characters [A-Za-z0-9-_.], starting and ending alphanumeric")
+    return value
+
+
+def check_object_name(field, value):
+    """A node's (or any cluster-scoped object's) name: a DNS subdomain."""
+    if not isinstance(value, str) or len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueRangeError(field, value, "a DNS subdomain name: lower-case alphanumerics, '-' and '.', at most 253 "
+                                            "characters, starting and ending alphanumeric")
     return value
 
 
@@ -192,3 +201,70 @@ def node_view(node, prefix):
         "policy_stored": policy_key(prefix) in annotations,
         "paused": labels.get(paused_key(prefix)) == "true",
     }
+
+
+def check_policy_state_request(params, check_key, what):
+    """A policy-state task's options (states, names, paused, missing,
+    prefix), checked before any API call: {wanted: {key: {state, paused}},
+    missing, keys}. check_key(field, key) refuses a key that names no object
+    of the kind; `what` says what a key is ("node name", "namespace/name")."""
+    states = params.get("states")
+    if states is not None and not isinstance(states, dict):
+        raise ValueRangeError("states", type(states).__name__, "a mapping of %s to a policy state" % what)
+    if params.get("paused") is not None and not params.get("names"):
+        raise ValueRangeError("names", params.get("names"), "the objects (%s) whose kill switch `paused` sets" % what)
+    if states is None and params.get("paused") is None:
+        raise ValueRangeError("states", None, "a mapping of %s to a policy state, or `paused` with names" % what)
+    check_names({"states": list(states or {}), "names": params.get("names") or []}, ("states", "names"))
+    wanted = {}
+    for key, state in (states or {}).items():
+        check_key("states.%s" % key, key)
+        wanted.setdefault(key, {})["state"] = check_policy_state(state, "states.%s" % key) or None
+    for index, key in enumerate(params.get("names") or []):
+        check_key("names[%d]" % index, key)
+        if params.get("paused") is not None:
+            wanted.setdefault(key, {})["paused"] = bool(params["paused"])
+    prefix = check_prefix(params["prefix"])
+    return {"wanted": wanted, "missing": params["missing"],
+            "keys": {"policy": policy_key(prefix), "paused": paused_key(prefix)}}
+
+
+def policy_patch(obj, wanted, keys):
+    """The annotation that makes an object's policy state `wanted["state"]`
+    (None: removed), or None when it is so already or `wanted` has no state."""
+    if "state" not in wanted:
+        return None
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(keys["policy"])
+    state, error = parse_policy(text)
+    target = wanted["state"]
+    if target == state and not error and (target is not None or text is None):
+        return None
+    return {"metadata": {"annotations": {keys["policy"]: None if target is None else policy_text(target)}}}
+
+
+def is_paused(obj, keys):
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(keys["paused"]) == "true"
+
+
+def paused_patch(obj, paused, keys):
+    """The label that sets (paused) or clears the kill switch, or None."""
+    if is_paused(obj, keys) == paused:
+        return None
+    return {"metadata": {"labels": {keys["paused"]: "true" if paused else None}}}
+
+
+def policy_state_line(result, check_mode=False):
+    """One object's line of a policy-state task's report (VMs, nodes)."""
+    if result.get("failed"):
+        return "%s: failed: %s" % (result["name"], result.get("msg"))
+    if result.get("skipped"):
+        return "%s: skipped: %s" % (result["name"], result.get("msg"))
+    done = []
+    if "policy" in result:
+        done.append("state %s" % ("removed" if result["policy"] is None else "written"))
+    if "paused" in result:
+        done.append("paused" if result["paused"] else "not paused")
+    text = ", ".join(done)
+    if not result.get("changed"):
+        return "%s: unchanged (%s)" % (result["name"], text)
+    return "%s: %s%s" % (result["name"], "would be: " if check_mode else "", text)

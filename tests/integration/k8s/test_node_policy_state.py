@@ -237,3 +237,35 @@ def test_bad_policy_state_or_expected_names_the_field_and_changes_nothing(kube_a
     assert listed["failed"] is True and listed["field"] == "expected.%s.taints" % name, listed
     assert node_state(kube_admin, name) == before
     assert node_events(kube_admin, name) == []
+
+
+def test_node_policy_state_sets_and_clears_the_kill_switch_and_the_state_leaving_the_gate_alone(
+        kube_admin, make_nodes, run_as):
+    """overcommit.control.node_policy_state as the operator identity (the ClusterRole's rights)."""
+    name, missing = make_nodes(1)[0], "oc-it-no-such-node"
+    admission(run_as, [name], policy_state=STATE)  # gated, with its state
+    gated = node_state(kube_admin, name)
+
+    def policy_state(**args):
+        return run_as("operator", "node_policy_state", args, check=args.pop("check", False))
+
+    preview = policy_state(names=[name], paused=True, check=True)
+    assert preview["changed"] is True and info(run_as, name)["paused"] is False, preview
+    result = policy_state(names=[name, missing], paused=True, missing="ignore")
+    assert result["changed"] is True and not result.get("failed"), result
+    assert [(n["name"], n.get("paused"), n.get("skipped")) for n in result["nodes"]] == [
+        (name, True, None), (missing, None, True)]
+    read = info(run_as, name)
+    assert read["paused"] is True and read["policy"] == STATE and read["gate"] is not None
+    assert policy_state(names=[name], paused=True)["changed"] is False
+
+    # The state removed and the switch cleared: the gate (taints, record) is as it was.
+    assert policy_state(states={name: None}, names=[name], paused=False)["changed"] is True
+    read = info(run_as, name)
+    assert read["paused"] is False and read["policy"] is None and read["gate"] is not None
+    after = node_state(kube_admin, name)
+    assert after["taints"] == gated["taints"] and PREFIX + "gate" in after["annotations"]
+    assert PREFIX + "paused" not in after["labels"]
+
+    refused = policy_state(names=["Not A Node"], paused=True)
+    assert refused.get("failed") and "names[0]" in refused["msg"], refused

@@ -100,8 +100,10 @@ class Cycle(object):
             else:
                 used_outside += vm["used"]
             steal = vm["steal"]
-            if vm["cap"] is not None or weight_in_force(vm, vm["state"]):
-                # A capped or demoted VM's own wait is the brake's doing.
+            if (vm["cap"] is not None or weight_in_force(vm, vm["state"])) and (steal or 0.0) >= min_steal:
+                # A capped or demoted VM's own wait is the brake's doing (a
+                # cap that binds shows its throttled time as steal; one that
+                # does not bind adds no wait to the host's).
                 braked.add(vm["key"])
             # The common case of a fleet, kept cheap: nothing recorded,
             # not capped, not waiting, no usual demand to follow.

@@ -200,10 +200,14 @@ def own_wait_share(vm):
     return None
 
 
-# Seconds the unbraked VMs' wait still stands for the host's avg60 after the
-# last brake went off: the kernel's avg60 forgets a brake's wait in about
-# two minutes.
-BRAKE_MEMORY_SECONDS = 120
+# After the last brake went off, the unbraked VMs' wait stands for the
+# host's avg60 until the kernel's own avg60 is back within BRAKE_MEMORY_MARGIN
+# points of it (the brake's wait has left its average), and at most
+# BRAKE_MEMORY_SECONDS: a minute's average holds e^-5 of a wait five
+# minutes gone.
+BRAKE_MEMORY_SECONDS = 300
+
+BRAKE_MEMORY_MARGIN = 1.0
 
 
 def unbraked_pressure(host, vms, braked, now):
@@ -220,11 +224,13 @@ def unbraked_pressure(host, vms, braked, now):
     host read: a victim's own wait stays whole while any brake is on, and
     pressure from outside the VMs (the host's own threads) goes unseen then.
     avg60 is that wait averaged as the kernel averages, carried between
-    cycles in the node's state (`unbraked_psi`) until BRAKE_MEMORY_SECONDS
-    after the last brake (with none carried, as if this cycle's waits had
-    always been): the minutes after a brake went off still hold its wait in
-    the kernel's avg60. `braked`:
-    the keys of the braked VMs. Raw figures are kept for the signals."""
+    cycles in the node's state (`unbraked_psi`; with none carried, as if this
+    cycle's waits had always been), and after the last brake went off still
+    read until the kernel's avg60 no longer holds the brake's wait (see
+    BRAKE_MEMORY_SECONDS). With no wait read of any unbraked VM (no usage
+    read), the host's own figures: no reading is no calm. `braked`: the keys
+    of the VMs whose brake binds (it makes them wait). Raw figures are kept
+    for the signals."""
     view = dict(host, avg10_raw=host["avg10"], avg60_raw=host["avg60"], braked_vms=len(braked), unbraked_psi=None)
     node = host.get("node")
     kept = (node.get("policy") or {}).get("unbraked_psi") if node is not None else None
@@ -233,8 +239,14 @@ def unbraked_pressure(host, vms, braked, now):
     braked_at = now if braked else (kept or {}).get("braked_at")
     if host["avg10"] is None or braked_at is None or now - braked_at > BRAKE_MEMORY_SECONDS:
         return view
-    shares = [own_wait_share(vm) for vm in vms if vm["key"] not in braked]
-    felt = max([share for share in shares if share is not None] or [0.0])
+    shares = [share for share in (own_wait_share(vm) for vm in vms if vm["key"] not in braked) if share is not None]
+    if not shares and any(vm["key"] not in braked for vm in vms):
+        return view
+    felt = max(shares or [0.0])
+    if not braked and kept is not None and host["avg60"] is not None \
+            and host["avg60"] <= kept["avg60"] + BRAKE_MEMORY_MARGIN:
+        # The brake's wait has left the kernel's average: its own figures again.
+        return view
     if kept is not None:
         decay60 = math.exp(-max(0.0, now - kept["at"]) / 60.0)
         felt60 = kept["avg60"] * decay60 + felt * (1.0 - decay60)

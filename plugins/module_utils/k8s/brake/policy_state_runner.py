@@ -11,9 +11,9 @@ __metaclass__ = type
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import PER_OBJECT
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.policy_state import paused_patch, policy_patch
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.client import K8sClientError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.kubevirt_api import namespaced_path
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import paused_patch, policy_patch
 
 
 class VmiPolicyStateRunner(object):

@@ -14,6 +14,7 @@ from ansible_collections.overcommit.control.plugins.filter.plan import plan_revi
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe, recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
+from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import (
     usage as vm_cpu_info, policy_state as vmi_policy_state)
 
@@ -138,11 +139,11 @@ def test_bad_policy_state_options_are_refused_naming_the_field(params, field):
 def test_a_state_is_written_only_when_it_differs():
     keys = {"policy": "overcommit.control/policy", "paused": "overcommit.control/paused"}
     vmi = {"metadata": {"annotations": {"overcommit.control/policy": '{"cap":0.5}'}}}
-    assert vmi_policy_state.policy_patch(vmi, {"state": {"cap": 0.5}}, keys) is None
-    assert vmi_policy_state.policy_patch(vmi, {"state": None}, keys) == {
+    assert metadata.policy_patch(vmi, {"state": {"cap": 0.5}}, keys) is None
+    assert metadata.policy_patch(vmi, {"state": None}, keys) == {
         "metadata": {"annotations": {"overcommit.control/policy": None}}}
-    assert vmi_policy_state.paused_patch(vmi, False, keys) is None
-    assert vmi_policy_state.paused_patch(vmi, True, keys) == {"metadata": {"labels": {"overcommit.control/paused": "true"}}}
+    assert metadata.paused_patch(vmi, False, keys) is None
+    assert metadata.paused_patch(vmi, True, keys) == {"metadata": {"labels": {"overcommit.control/paused": "true"}}}
 
 
 def test_no_cap_goes_under_the_launchers_cpu_request():

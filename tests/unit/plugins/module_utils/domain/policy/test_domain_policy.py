@@ -992,9 +992,9 @@ def test_a_vms_own_cgroup_pressure_is_its_wait_and_a_demoted_weight_is_a_brake_t
     assert gates == [("gate_pressure", 30)], plan
 
 
-def test_the_unbraked_wait_is_averaged_over_a_minute_and_forgotten_two_minutes_after_the_last_brake():
-    def cycle(now, vms, kept):
-        hosts = [host(cpus=2, avg10=80, avg60=80, node=True, node_state=kept)] + \
+def test_the_unbraked_wait_is_averaged_over_a_minute_and_read_until_the_kernels_average_forgets_the_brake():
+    def cycle(now, vms, kept, avg60=80):
+        hosts = [host(cpus=2, avg10=80, avg60=avg60, node=True, node_state=kept)] + \
             [host("hv-%d" % n, node=True) for n in range(2, 5)]
         return decide(hosts, vms, now=now)
     victim = vm("web-1", 0.9, 0.1, vcpus=1)
@@ -1003,16 +1003,30 @@ def test_the_unbraked_wait_is_averaged_over_a_minute_and_forgotten_two_minutes_a
                                                                          "braked_at": NOW - 60}})
     kept = plan["state"]["nodes"]["node-hv-1"]["unbraked_psi"]
     assert kept["avg60"] == pytest.approx(10 + 50 / 2.718281828, abs=0.01) and kept["braked_at"] == NOW
-    # The brake went off a minute ago: the kernel's avg60 still holds its wait, the carried average stands.
+    # The brake went off a minute ago and the kernel's avg60 (80) still holds its wait: the carried average stands.
     free = vm("batch-1", 0.1, 0.0, vcpus=1)
     plan = cycle(NOW + 60, [free, victim], {"unbraked_psi": kept})
     assert plan["state"]["nodes"]["node-hv-1"]["unbraked_psi"]["braked_at"] == NOW
-    # Three minutes after it: the host's own figures again, and the carried state is dropped.
-    plan = cycle(NOW + 180, [free, victim], {"unbraked_psi": kept})
+    # Once the kernel's avg60 is back by the VMs' own wait, its own figures again, and the state is dropped.
+    plan = cycle(NOW + 120, [free, victim], {"unbraked_psi": kept}, avg60=20)
+    assert "unbraked_psi" not in (plan["state"]["nodes"]["node-hv-1"] or {}), plan
+    # And five minutes after the last brake whatever the kernel says: a gate on its own figures.
+    plan = cycle(NOW + 400, [free, victim], {"unbraked_psi": kept})
     gates = [a for a in plan["actions"] if a["action"] == "gate"]
     assert gates and gates[0]["signals"]["pressure_some_avg60"] == 80 and "pressure_some_avg60_raw" not in \
         gates[0]["signals"], plan
-    assert "unbraked_psi" not in (plan["state"]["nodes"]["node-hv-1"] or {})
+
+
+def test_no_wait_read_is_no_calm_and_a_cap_that_does_not_bind_is_no_brake():
+    hosts = [host(cpus=2, avg10=80, avg60=80, node=True)] + [host("hv-%d" % n, node=True) for n in range(2, 5)]
+    unread = vm("web-1", 0.9, None, vcpus=1)
+    unread["usage"] = {"cpus_used": 0.9, "steal_cpus": None}
+    gates = [a for a in decide(hosts, [lone_capped_culprit(), unread])["actions"] if a["action"] == "gate"]
+    assert gates and gates[0]["signals"]["pressure_some_avg60"] == 80, gates
+    # A person's cap of 1.5 CPUs on a VM using 0.2: it makes no one wait, the host's pressure is its own.
+    loose = vm("batch-1", 0.2, 0.0, vcpus=2, cap=1.5)
+    gates = [a for a in decide(hosts, [loose, vm("web-1", 0.9, 0.1, vcpus=1)])["actions"] if a["action"] == "gate"]
+    assert gates and gates[0]["signals"]["pressure_some_avg60"] == 80 and "braked_vms" not in gates[0]["signals"]
 
 
 def test_a_gated_node_under_memory_pressure_does_not_open():
