@@ -418,6 +418,22 @@ def test_incident_playbooks_throttle_and_restore_kubevirt_vms(lab, fleet):
     assert '"%s"' % line in restored.stdout, restored.stdout[-3000:]
 
 
+def test_an_incident_can_demote_a_kubevirt_vms_weight_alone_through_the_playbooks(lab, fleet):
+    """throttle.yml with `cpu_request` and no `cpus`: the launcher's CPU
+    request (its cgroup weight) demoted, no limit set; restore.yml gives it back."""
+    name = fleet.vmi(cores=4)
+    operator = lab["OVERCOMMIT_KUBECONFIG_OPERATOR"]
+    before = fleet.pod_of(name).spec.containers[0].resources
+    demoted = run_playbook("throttle.yml", {"kubevirt_vms": [name], "kubevirt_namespace": NAMESPACE,
+                                            "cpu_request": "100m", "reason": "INC-15 weight"}, operator)
+    assert demoted.returncode == 0, demoted.stdout[-3000:]
+    now = fleet.pod_of(name).spec.containers[0].resources
+    assert now.requests["cpu"] == "100m" and now.limits == before.limits, (before, now)
+    restored = run_playbook("restore.yml", {"kubevirt_vms": [name], "kubevirt_namespace": NAMESPACE}, operator)
+    assert restored.returncode == 0, restored.stdout[-3000:]
+    assert fleet.pod_of(name).spec.containers[0].resources.requests == before.requests
+
+
 def test_the_reconcile_role_fails_after_its_summary_when_a_vmi_failed(lab, fleet, tmp_path):
     selector = "oc-it-reconcile=%d" % os.getpid()
     key, value = selector.split("=")

@@ -369,6 +369,22 @@ def test_incident_playbooks_say_per_domain_what_cap_is_in_force_and_what_it_repl
     assert run_playbook("restore.yml", {"domains": ["oc-lab-idle-4"]}).returncode == 0
 
 
+def test_an_incident_can_demote_the_cpu_weight_alone_and_restore_gives_it_back(idle4):
+    """throttle.yml with `shares` and no `cpus`: the weight a noisy VM yields
+    with, no cap (it keeps all the CPU no one else wants)."""
+    before = sched(idle4)
+    demoted = run_playbook("throttle.yml", {"domains": ["oc-lab-idle-4"], "shares": 64, "reason": "INC-14 weight"})
+    assert demoted.returncode == 0, demoted.stdout[-3000:]
+    after = sched(idle4)
+    assert after["live"]["cpu_shares"] == 64 and after["config"]["cpu_shares"] == 64, after
+    for where in ("live", "config"):
+        assert [after[where][key] == before[where][key] for key in ("global_quota", "vcpu_quota")] == [True, True]
+    neither = run_playbook("throttle.yml", {"domains": ["oc-lab-idle-4"], "reason": "INC-14"})
+    assert neither.returncode != 0 and "cpus" in neither.stdout and "shares" in neither.stdout, neither.stdout[-3000:]
+    restored = run_playbook("restore.yml", {"domains": ["oc-lab-idle-4"]})
+    assert restored.returncode == 0 and sched(idle4) == before, restored.stdout[-3000:]
+
+
 HAND_EDITED = '<throttle reason="INC-3" cpus="half"><previous target="config" global_quota="0"/></throttle>'
 
 
