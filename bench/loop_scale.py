@@ -141,19 +141,18 @@ def report(record):
             requests, requests / row["hosts"], 60.0 / wall))
     sizes = [row["hosts"] for row in record["rows"]]
     if len(set(sizes)) > 1:
-        # CPU a cycle takes = fixed + per host x hosts, fitted over the sizes:
-        # per host is what each host's modules and their plays cost (on the
-        # hypervisor over SSH, most of it), fixed what the control node's own
-        # plays cost once per cycle (the checks, the policy, the summary).
+        # A line through the sizes' CPU: how the cost grows with hosts. Every
+        # process ran here, so it does not tell the hypervisors' share apart.
         cpus = [statistics.median(row["cpu"]) for row in record["rows"]]
         mean_size, mean_cpu = statistics.mean(sizes), statistics.mean(cpus)
         slope = sum((x - mean_size) * (y - mean_cpu) for x, y in zip(sizes, cpus)) / \
             sum((x - mean_size) ** 2 for x in sizes)
-        print("  CPU a cycle takes, fitted: %.2f s once per cycle + %.2f s per host"
+        print("  least-squares line through the sizes (a fit, not a measured split): %.2f s + %.2f s per host"
               % (mean_cpu - slope * mean_size, slope))
-    print("  largest resident memory of one process of any cycle: %.0f MiB" % record["max_rss_mib"])
-    print("  baseline: the 1-host cycle (what a polling rulebook runs on each hypervisor); "
-          "the x figure is CPU per host against it")
+    print("  largest resident memory of one process of any cycle: %.0f MiB (up to forks + 1 at once)"
+          % record["max_rss_mib"])
+    print("  baseline: the %d-host cycle (a polling rulebook runs a 1-host cycle on each hypervisor); "
+          "the x figure is CPU per host against it" % base["hosts"])
 
 
 def main():
