@@ -16,6 +16,7 @@ Serial: the kill switch and the undo act on every object of every platform
 the lab has, which the tests running beside it read."""
 
 import pytest
+import yaml
 from kubernetes import client
 
 from run_module import run_module, run_playbook
@@ -124,3 +125,32 @@ def test_stop_every_loop_give_everything_back_and_start_again(lab_env, spare_dom
         run_module("libvirt_cputune", {"domains": [domain], "state": "restored"})
         run_module("libvirt_policy_state", {"states": {domain: None}})
         run_module("vsphere_vm_reservation", {"vms": [vsphere_vm.name], "state": "restored"}, env=vsphere_env)
+
+
+def test_a_hypervisor_whose_libvirtd_is_away_is_named_and_fails_the_run_after_the_others(tmp_path, spare_domain):
+    """The other host (the lab's) is still switched and given back; the
+    host whose libvirtd cannot be reached (a socket no daemon listens on) is
+    named with libvirt's own error, and both runs fail at the end."""
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+        "children": {"hypervisors": {"hosts": {
+            "lab-hypervisor": {"libvirt_uri": "qemu:///system"},
+            "hv-away": {"libvirt_uri": "qemu+unix:///system?socket=%s" % (tmp_path / "no-libvirtd.sock")}}},
+            "controllers": {"hosts": {"localhost": None}}}}}))
+    domain = spare_domain.name()
+    try:
+        stopped = run_playbook("kill_switch.yml", {"paused": True, "reason": "INC-10"}, inventory=str(hosts))
+        assert stopped.returncode != 0, stopped.stdout[-3000:]
+        assert "hv-away: libvirt read:" in stopped.stdout and "no-libvirtd.sock" in stopped.stdout, \
+            stopped.stdout[-3000:]
+        assert run_module("libvirt_cputune_info", {"domains": [domain], "sample_seconds": 0})["domains"][0]["paused"]
+        assert not run_module("libvirt_cputune", {"domains": [domain], "cpus": 0.5, "reason": "INC-10"}).get("failed")
+        undone = run_playbook("undo_all.yml", {}, inventory=str(hosts))
+        assert undone.returncode != 0 and "hv-away: libvirt read:" in undone.stdout, undone.stdout[-3000:]
+        info = run_module("libvirt_cputune_info", {"domains": [domain], "sample_seconds": 0})["domains"][0]
+        assert info["throttle"] is None and info["paused"] is True, info
+    finally:
+        run_playbook("kill_switch.yml", {"paused": False}, inventory=str(hosts))
+        run_module("libvirt_cputune", {"domains": [domain], "state": "restored"})
+        run_module("libvirt_policy_state", {"domains": [domain], "paused": False})
