@@ -43,10 +43,19 @@ class ActionModule(ActionBase):
             result.update(failed=True, field=exc.field, msg="%s: %s" % (args["playbook"], exc))
             return result
         hosts_of = lookup_loader.get("ansible.builtin.inventory_hostnames", loader=self._loader, templar=self._templar)
-        patterns = set(given.get(group.get("variable"), group.get("default")) for group in args["host_groups"])
-        matched = dict((pattern, len(hosts_of.run([pattern], variables=task_vars))) for pattern in patterns if pattern)
-        errors.extend(playbook_input.empty_host_groups(args["playbook"], args["host_groups"], given, matched))
-        result.update(changed=False, values=values, hosts=matched)
+        groups = task_vars.get("groups") or {}
+        former_members = dict((group["formerly"], groups.get(group["formerly"]) or [])
+                              for group in args["host_groups"] if group.get("formerly"))
+        patterns, notes = playbook_input.host_patterns(args["playbook"], args["host_groups"], given, former_members)
+        matched = dict((pattern, len(hosts_of.run([pattern], variables=task_vars)))
+                       for pattern in set(patterns.values()) if pattern)
+        errors.extend(playbook_input.empty_host_groups(args["playbook"], args["host_groups"], given, patterns,
+                                                       matched))
+        # `targets`: the host pattern of each group, which the playbook's later plays run on.
+        result.update(changed=False, values=values, hosts=matched, targets=patterns)
+        if notes:
+            result["deprecations"] = [dict(msg=note, version="1.0.0", collection_name="overcommit.control")
+                                      for note in notes]
         if errors:
             result.update(failed=True, errors=errors, msg="%s: %s" % (args["playbook"], "; ".join(errors)))
         else:

@@ -236,19 +236,51 @@ def _about(rule):
     return ALLOWED_WORDS[rule["kind"]]
 
 
-def empty_host_groups(playbook, groups, given, matched):
+def host_patterns(playbook, groups, given, former_members):
+    """The host pattern each group of a run resolves to, and the deprecation
+    notes it earns: a group's `variable` when given, else its `default`. A
+    group may name the group it `formerly` defaulted to (stage 1 ran its
+    Kubernetes, KubeVirt and vSphere plays on `controllers`; every stage now
+    calls those APIs from localhost): that group is still used, with a
+    deprecation note, when the inventory puts a host other than localhost in
+    it, so an inventory written for the old default keeps working.
+    former_members: {group: [host names]}."""
+    patterns, notes = {}, []
+    for group in groups:
+        variable = group.get("variable")
+        if variable and variable in given:
+            patterns[variable] = given[variable]
+            continue
+        pattern = group["default"]
+        former = group.get("formerly")
+        if former and set(former_members.get(former) or []) - set(["localhost"]):
+            pattern = former
+            if _needed(group, given):
+                notes.append("%s: the %s group as the hosts of -e %s is deprecated: the Kubernetes, KubeVirt "
+                             "and vSphere plays of every playbook run on %s now; pass -e %s=%s to keep these hosts"
+                             % (playbook, former, variable, group["default"], variable, former))
+        patterns[variable or group["default"]] = pattern
+    return patterns, notes
+
+
+def _needed(group, given):
+    """A group is needed when any of its `when` names is given, or always without `when`."""
+    needed_by = group.get("when")
+    return not needed_by or any(name in given for name in needed_by)
+
+
+def empty_host_groups(playbook, groups, given, patterns, matched):
     """Problems with the host groups a run needs: groups is a list of
-    {variable, default, when: [names]} (the group is needed when any of
-    `when` is given, or always without `when`; without `variable` the group
-    is fixed); matched: {pattern: number of hosts it matches}. One line per
+    {variable, default, formerly, when: [names]} (without `variable` the
+    group is fixed); patterns: what host_patterns resolved them to;
+    matched: {pattern: number of hosts it matches}. One line per needed
     group that matches no host."""
     errors = []
     for group in groups:
-        needed_by = group.get("when")
-        if needed_by and not any(name in given for name in needed_by):
+        if not _needed(group, given):
             continue
         variable = group.get("variable")
-        pattern = given.get(variable, group["default"]) if variable else group["default"]
+        pattern = patterns[variable or group["default"]]
         if matched.get(pattern):
             continue
         if variable:

@@ -104,13 +104,15 @@ def tuning(domain):
      "no host of the inventory is in hypervisors, the hosts throttle.yml acts on (choose them with -e target_hosts=GROUP)"),
     ("restore.yml", {"kvm": {"lab-hypervisor": {}}}, {},
      "no host of the inventory is in hypervisors, the hosts restore.yml acts on (choose them with -e target_hosts=GROUP)"),
-    # No controllers group for KubeVirt.
+    # KubeVirt's API calls sent to a group with no host.
     ("throttle.yml", {"hypervisors": {"lab-hypervisor": {}}},
-     {"kubevirt_vms": ["web-17"], "kubevirt_namespace": "lab", "cpus": 0.5, "reason": "INC-1"},
-     "no host of the inventory is in controllers, the hosts throttle.yml acts on (choose them with -e "
+     {"kubevirt_vms": ["web-17"], "kubevirt_namespace": "lab", "cpus": 0.5, "reason": "INC-1",
+      "kubevirt_hosts": "kubevirt-api"},
+     "no host of the inventory is in kubevirt-api, the hosts throttle.yml acts on (choose them with -e "
      "kubevirt_hosts=GROUP)"),
-    ("restore.yml", {"hypervisors": {"lab-hypervisor": {}}}, {"kubevirt_vms": ["web-17"], "kubevirt_namespace": "lab"},
-     "no host of the inventory is in controllers, the hosts restore.yml acts on (choose them with -e "
+    ("restore.yml", {"hypervisors": {"lab-hypervisor": {}}},
+     {"kubevirt_vms": ["web-17"], "kubevirt_namespace": "lab", "kubevirt_hosts": "kubevirt-api"},
+     "no host of the inventory is in kubevirt-api, the hosts restore.yml acts on (choose them with -e "
      "kubevirt_hosts=GROUP)"),
 ])
 def test_a_run_whose_target_group_matches_no_host_fails_naming_it_and_changes_nothing(
@@ -119,6 +121,26 @@ def test_a_run_whose_target_group_matches_no_host_fails_naming_it_and_changes_no
     variables = dict({"domains": [spare_domain.name()]} if "kubevirt_vms" not in extra else {}, **extra)
     completed = run_playbook(playbook, variables, inventory=inventory(tmp_path, groups))
     assert completed.returncode != 0 and message in completed.stdout, output(completed)[-3000:]
+    assert tuning(spare_domain) == before
+
+
+def test_an_inventory_written_for_the_old_controllers_group_still_runs_the_kubevirt_play_there_with_a_note(
+        tmp_path, spare_domain):
+    """Stage 1 ran its KubeVirt plays on `controllers`; every stage now
+    calls the API from localhost. An inventory whose controllers group holds
+    another host still gets its KubeVirt play run there, and is told how to
+    keep that once the old default goes. The VM it names does not exist, so
+    the run fails after the play ran on that host, and libvirt is untouched."""
+    before = tuning(spare_domain)
+    groups = {"hypervisors": {"lab-hypervisor": {}}, "controllers": {"old-api-host": {}}}
+    completed = run_playbook("throttle.yml", {"kubevirt_vms": ["oc-no-such-vm"], "kubevirt_namespace": "lab",
+                                              "cpus": 0.5, "reason": "INC-1"},
+                             inventory=inventory(tmp_path, groups))
+    text = output(completed)
+    assert completed.returncode != 0 and "[old-api-host]" in text, text[-3000:]
+    assert "the controllers group as the hosts of -e kubevirt_hosts is deprecated" in " ".join(text.split()), \
+        text[-3000:]
+    assert "-e kubevirt_hosts=controllers" in " ".join(text.split())
     assert tuning(spare_domain) == before
 
 

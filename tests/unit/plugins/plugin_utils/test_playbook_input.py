@@ -104,15 +104,38 @@ def test_a_spec_with_an_unknown_kind_is_refused_whether_or_not_the_variable_is_g
 
 def test_a_host_group_that_matches_no_host_is_named_with_the_variable_that_chooses_it():
     groups = [{"variable": "target_hosts", "default": "hypervisors", "when": ["domains", "classes"]},
-              {"variable": "kubevirt_hosts", "default": "controllers", "when": ["kubevirt_vms"]},
+              {"variable": "kubevirt_hosts", "default": "localhost", "when": ["kubevirt_vms"]},
               {"default": "hypervisors"}]
-    errors = pi.empty_host_groups("throttle.yml", groups, {"domains": ["a"], "target_hosts": "kvm"},
-                                  {"kvm": 0, "controllers": 0, "hypervisors": 0})
+    given = {"domains": ["a"], "target_hosts": "kvm"}
+    patterns, _notes = pi.host_patterns("throttle.yml", groups, given, {})
+    errors = pi.empty_host_groups("throttle.yml", groups, given, patterns, {"kvm": 0, "localhost": 1, "hypervisors": 0})
     assert errors == ["no host of the inventory is in kvm, the hosts throttle.yml acts on (choose them with "
                       "-e target_hosts=GROUP)",
                       "no host of the inventory is in the group hypervisors, the hosts throttle.yml acts on"]
     # A group nothing asked for is not needed; one that matches hosts passes.
-    assert pi.empty_host_groups("throttle.yml", groups, {"domains": ["a"]}, {"hypervisors": 3}) == []
+    given = {"domains": ["a"]}
+    patterns, _notes = pi.host_patterns("throttle.yml", groups, given, {})
+    assert pi.empty_host_groups("throttle.yml", groups, given, patterns, {"hypervisors": 3}) == []
+
+
+def test_the_api_plays_run_on_localhost_and_an_inventory_written_for_controllers_keeps_working_with_a_note():
+    groups = [{"variable": "target_hosts", "default": "hypervisors", "when": ["domains"]},
+              {"variable": "kubevirt_hosts", "default": "localhost", "formerly": "controllers",
+               "when": ["kubevirt_vms"]}]
+    # No controllers group, or one that is only localhost (the lab's, the kubernetes_nodes inventory's): localhost.
+    for members in ({}, {"controllers": ["localhost"]}):
+        patterns, notes = pi.host_patterns("throttle.yml", groups, {"kubevirt_vms": ["a"]}, members)
+        assert patterns == {"target_hosts": "hypervisors", "kubevirt_hosts": "localhost"} and notes == []
+    # A controllers group with another host: still used, with a deprecation note naming the way to keep it.
+    patterns, notes = pi.host_patterns("throttle.yml", groups, {"kubevirt_vms": ["a"]},
+                                       {"controllers": ["bastion-1"]})
+    assert patterns["kubevirt_hosts"] == "controllers"
+    assert len(notes) == 1 and "deprecated" in notes[0] and "-e kubevirt_hosts=controllers" in notes[0]
+    # No note when the run does not touch KubeVirt, nor when the variable is given.
+    assert pi.host_patterns("throttle.yml", groups, {"domains": ["a"]}, {"controllers": ["bastion-1"]})[1] == []
+    patterns, notes = pi.host_patterns("throttle.yml", groups, {"kubevirt_vms": ["a"], "kubevirt_hosts": "api"},
+                                       {"controllers": ["bastion-1"]})
+    assert patterns["kubevirt_hosts"] == "api" and notes == []
 
 
 def test_an_optional_text_may_be_empty_as_the_rulebooks_hand_it_on_and_is_no_target_then():
