@@ -161,6 +161,12 @@ vms:
     paused:
       description: Whether the kill switch is set on the VMI or its VirtualMachine.
       type: bool
+    started_at:
+      description:
+        - When the VMI last entered the C(Running) phase (its C(status.phaseTransitionTimestamps)), in seconds since
+          the epoch; null when the VMI does not say. The control policy judges no VM a culprit in its first minute.
+      type: float
+      version_added: 0.1.1
     usage:
       description: CPUs used and CPUs of steal at the last of O(usage_times), with the window. Only with O(usage_times).
       type: dict

@@ -93,6 +93,14 @@ domains:
       type: list
       elements: int
       version_added: 0.1.0
+    started_at:
+      description:
+        - When the running domain's QEMU process started, in seconds since the epoch; null where the hypervisor is
+          not the machine the module runs on, or its pid file cannot be read (libvirt's API gives no start time).
+          The control policy judges no VM a culprit in its first minute (a booting guest burns its CPUs).
+      returned: when the domain runs
+      type: float
+      version_added: 0.1.1
     class:
       description: Effective class (dedicated, shared, burstable).
       type: str

@@ -102,6 +102,8 @@ def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION, pool=None):
     weight = cpu_weight(domain)
     if weight is not None:
         vm["weight"] = weight
+    if domain.get("started_at") is not None:
+        vm["started_at"] = domain["started_at"]
     if domain.get("class") == DEDICATED and pool is not None and domain.get("cpus_allowed") is not None:
         vm["in_shared_pool"] = bool(pool & set(domain["cpus_allowed"]))
     if domain.get("class") == BURSTABLE and domain.get("vcpus"):

@@ -170,6 +170,24 @@ class LibvirtClient(object):
                 return None
         return self._host_cpus
 
+    def started_at(self, domain):
+        """When a running domain's QEMU process started (epoch seconds), for a
+        hypervisor on this machine whose pid file this user can read; None
+        otherwise (libvirt's API has no start time)."""
+        path = qemu_pid_file(self.uri, domain.name())
+        if path is None:
+            return None
+        try:
+            with open(path) as handle:
+                pid = int(handle.read().strip())
+            with open("/proc/%d/stat" % pid) as handle:
+                stat = handle.read()
+            with open("/proc/stat") as handle:
+                boot = handle.read()
+        except (IOError, OSError, ValueError):
+            return None
+        return process_start(stat, boot, os.sysconf("SC_CLK_TCK"))
+
     def cgroup_version(self):
         """1 or 2 for a hypervisor on this machine, None for a remote one (its
         cgroups cannot be seen from here)."""
@@ -181,6 +199,32 @@ class LibvirtClient(object):
 def is_local_uri(uri):
     scheme_and_host = uri.split("?", 1)[0]
     return "://" in scheme_and_host and scheme_and_host.split("://", 1)[1].split("/", 1)[0] in ("", "localhost")
+
+
+def qemu_pid_file(uri, name):
+    """Where libvirtd keeps a running domain's QEMU pid: qemu:///system and
+    qemu:///session on this machine; None for any other URI."""
+    if not is_local_uri(uri) or not uri.startswith("qemu"):
+        return None
+    path = uri.split("?", 1)[0].split("://", 1)[1].split("/", 1)[-1].rstrip("/")
+    if path == "system":
+        return "/run/libvirt/qemu/%s.pid" % name
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if path == "session" and runtime:
+        return os.path.join(runtime, "libvirt", "qemu", "run", "%s.pid" % name)
+    return None
+
+
+def process_start(stat, proc_stat, ticks_per_second):
+    """A process's start (epoch seconds) from its /proc/PID/stat (field 22:
+    clock ticks after boot) and /proc/stat's btime; None when unreadable."""
+    try:
+        # The command name may hold spaces and parentheses: fields count from the last ")".
+        after_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        boot = [int(line.split()[1]) for line in proc_stat.splitlines() if line.startswith("btime ")][0]
+    except (ValueError, IndexError):
+        return None
+    return round(boot + float(after_ticks) / ticks_per_second, 1)
 
 
 def local_cgroup_version(mounts_path="/proc/mounts"):

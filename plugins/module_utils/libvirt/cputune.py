@@ -354,6 +354,7 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
             except LibvirtClientError:
                 # It stopped between the two reads: the next read says so.
                 result["cpus_allowed"] = None
+            result["started_at"] = client.started_at(domain)
         results.append(result)
     if running and sample_seconds > 0:
         domains = [domain for domain, _result in running.values()]

@@ -171,8 +171,8 @@ def vm_view(vm, index=0):
     `floor_cpus`, `baseline_cpus`, `entitled_cpus`, `credits`, `pressure`
     `paused`, `platform` (libvirt, kubevirt), `min_cap_cpus` (the least
     cap the platform takes: a KubeVirt launcher's CPU request) and `weight`
-    (the CPU weight the host's scheduler gives it); flat cpus_used/steal_cpus
-    are accepted too."""
+    (the CPU weight the host's scheduler gives it), `started_at` (when it
+    started, epoch seconds); flat cpus_used/steal_cpus are accepted too."""
     field = "vms[%d]" % index
     if not isinstance(vm, dict) or not vm.get("name") or not vm.get("host"):
         raise ValueRangeError(field, vm, "a mapping with name and host")
@@ -211,6 +211,8 @@ def vm_view(vm, index=0):
         "in_shared_pool": bool(vm.get("in_shared_pool")) if cls == DEDICATED else True,
         "credits": checked_number(field + ".credits", vm.get("credits")),
         "paused": bool(vm.get("paused")),
+        # When it started (epoch seconds), where the platform says: a booting guest is no culprit.
+        "started_at": checked_number(field + ".started_at", vm.get("started_at")),
     }
 
 

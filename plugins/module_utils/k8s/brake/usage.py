@@ -21,6 +21,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
+import time
+
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import CLASSES
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata, quantity
@@ -81,6 +84,20 @@ def usage_by_vmi(answers):
     return out
 
 
+def running_since(vmi):
+    """When a VMI last entered the Running phase (epoch seconds), from its
+    status.phaseTransitionTimestamps (RFC 3339, UTC); None when not said."""
+    for transition in reversed(((vmi.get("status") or {}).get("phaseTransitionTimestamps")) or []):
+        if isinstance(transition, dict) and transition.get("phase") == "Running":
+            text = str(transition.get("phaseTransitionTimestamp") or "")
+            try:
+                # Whole seconds: Kubernetes writes e.g. 2026-12-06T10:50:00Z.
+                return float(calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")))
+            except ValueError:
+                return None
+    return None
+
+
 def vm_entry(view, vmi, pod, keys, usage_rounds, window):
     """One VM as the policy reads it (the shape of libvirt_cputune_info's
     domains, named namespace/name)."""
@@ -99,6 +116,7 @@ def vm_entry(view, vmi, pod, keys, usage_rounds, window):
         "policy": policy or {},
         # The kill switch: the label on the VMI or on its VirtualMachine.
         "paused": "true" in (labels.get(keys["paused"]), owner_labels.get(keys["paused"])),
+        "started_at": running_since(vmi),
     }
     previous_request = view["record"].previous_request if view["record"] else None
     for field, text in (("previous_cpu_request", previous_request), ("desired_cpu_request", view["desired_request"])):

@@ -20,6 +20,9 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 PARAMETERS = {
     "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess at which a culprit that waits too "
                                           "is still cut (a peer)"),
+    "culprit_min_age_seconds": (60, 0, 3600, "seconds a VM must have run before it is judged a culprit: a booting "
+                                             "guest burns its CPUs for seconds (a VM whose start is not known is "
+                                             "judged at once)"),
     "quota_cut_share": (0.25, 0.0, 0.9, "share a culprit's cap is cut by in each cycle in which victims still "
                                         "wait while the pool's load fits, never under its floor (0: caps only for "
                                         "the fluid need)"),
@@ -50,6 +53,13 @@ def contain(cycle, host, vms, states, ents, victims, idle):
         want, ent = wanted(vm), ents[vm["key"]]
         usual = trusted_usual(state, cycle.now, params)
         if is_culprit(vm, want, ent, params, usual, trusted_usual(state, cycle.now, params, settled=True)):
+            age = None if vm.get("started_at") is None else cycle.now - vm["started_at"]
+            if age is not None and age < params["culprit_min_age_seconds"]:
+                cycle.notes.append({"object": vm["key"], "rule": "contain",
+                                    "note": "wants %.2f CPUs, entitled to %.2f, but started %d s ago: not judged a "
+                                    "culprit before culprit_min_age_seconds (%g; a booting guest burns its CPUs)"
+                                    % (want, ent, max(0, int(age)), params["culprit_min_age_seconds"])})
+                continue
             if surges(want, usual, params):
                 # Judged by its own history: its fair bound is what it
                 # may want without surging, if that is under its due.

@@ -203,6 +203,23 @@ def test_severe_steal_acts_in_one_cycle():
     assert kinds(plan) == [("throttle", "batch-1")]
 
 
+def test_a_vm_in_its_first_minute_is_not_judged_a_culprit_one_older_or_of_unknown_start_is():
+    """A booting guest burns its CPUs for seconds: capping it beside a
+    waiting victim is a false action. Its start is what the platform says."""
+    def culprit_started(started_at):
+        vms = noisy_host(victim_steal=0.6)
+        vms[0]["started_at"] = started_at
+        return vms
+    young = decide([host()], culprit_started(NOW - 20))
+    assert young["actions"] == []
+    note = [n["note"] for n in young["notes"] if n["object"] == "hv-1/batch-1"]
+    assert note and "started 20 s ago" in note[0] and "culprit_min_age_seconds (60;" in note[0], young["notes"]
+    assert kinds(decide([host()], culprit_started(NOW - 61))) == [("throttle", "batch-1")]
+    assert kinds(decide([host()], culprit_started(None))) == [("throttle", "batch-1")]
+    # 0 judges every VM at once.
+    assert kinds(decide([host()], culprit_started(NOW - 20), culprit_min_age_seconds=0)) == [("throttle", "batch-1")]
+
+
 def test_the_culprit_is_capped_to_free_what_the_others_want_and_no_more():
     plan = decide([host()], noisy_host(victim_steal=0.6))
     action = plan["actions"][0]

@@ -6,6 +6,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import request as brake
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import state as limit_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import plan as limit_plan
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.usage import running_since
 
 PREFIX = "overcommit.control/"
 FIELDS = {"reason": "INC-1", "by": "ops", "time": "2026-01-05T10:00:00Z"}
@@ -438,3 +439,13 @@ def test_one_lever_thrown_keeps_the_other_the_brake_holds():
     both = view(vmi(annotations={PREFIX + "cpu-limit": "1", PREFIX + "cpu-limit-applied": applied}))
     written = limit_plan.applied_patch(both, launcher, None, req, "t2", cpu_request=0.1)["metadata"]["annotations"]
     assert json.loads(written[PREFIX + "cpu-limit-applied"])["cpus"] == "1"
+
+
+def test_a_vmi_started_when_it_last_entered_running_and_is_of_unknown_start_without_it():
+    vmi = {"status": {"phaseTransitionTimestamps": [
+        {"phase": "Pending", "phaseTransitionTimestamp": "2026-12-06T10:00:00Z"},
+        {"phase": "Running", "phaseTransitionTimestamp": "2026-12-06T10:00:30Z"}]}}
+    assert running_since(vmi) == 1796551230.0
+    assert running_since({"status": {}}) is None
+    unreadable = {"phase": "Running", "phaseTransitionTimestamp": "soon"}
+    assert running_since({"status": {"phaseTransitionTimestamps": [unreadable]}}) is None
