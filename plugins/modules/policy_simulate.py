@@ -154,6 +154,7 @@ files:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import run
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import files as simulate_files
 
 
 def main():
@@ -175,10 +176,12 @@ def main():
     )
     try:
         request = run.check_request(module.params)
-        simulation, replayed = run.simulate(request)
+        simulate_files.check_paths(request)
+        simulation, replayed = run.simulate(request, simulate_files.load_trace(request) if request["trace"] else None)
         files = None
         if not module.check_mode:
-            files = run.write(simulation, request["report_dir"], replayed if request["write_trace"] else None)
+            files = simulate_files.write(simulation, request["report_dir"],
+                                         replayed if request["write_trace"] else None)
     except ValueRangeError as exc:
         module.fail_json(msg=str(exc), field=exc.field)
     except (IOError, OSError) as exc:

@@ -98,6 +98,62 @@ def test_the_pure_layers_do_no_io(layer):
     assert not wrong, "\n".join(wrong)
 
 
+# The files of a pure layer that do I/O, apart by name: the simulator's trace
+# files and reports, and the module base, which opens and closes a task's client.
+PURE_IO_FILES = {("simulate", "files.py"), ("common", "module.py")}
+# Calls that reach the file system, a process or the network.
+IO_CALL_PREFIXES = ("os.", "tempfile.", "shutil.", "subprocess.", "socket.", "io.open")
+PURE_OS_CALLS = ("os.path.join", "os.path.basename", "os.path.dirname", "os.path.splitext", "os.path.normpath",
+                 "os.sep", "os.environ.get")
+
+
+def dotted(node):
+    """a.b.c for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def io_calls(path):
+    """Calls in `path` that do I/O: open(), the os/tempfile/shutil/subprocess/
+    socket functions that touch the system, and any call on a client."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func) or ""
+        parts = name.split(".")
+        if name == "open" or (name.startswith(IO_CALL_PREFIXES) and not name.startswith(PURE_OS_CALLS)) \
+                or "client" in parts[:-1]:
+            found.append("%s:%d calls %s" % (os.path.relpath(path, ROOT), node.lineno, name))
+    return found
+
+
+@pytest.mark.parametrize("layer", PURE)
+def test_the_pure_layers_call_nothing_that_does_io(layer):
+    """Beyond imports: no open(), no file, process or network call, no call
+    on a client in the pure layers, but in the one file apart by name."""
+    wrong = []
+    for found_layer, path in module_utils_files():
+        if found_layer == layer and (layer, os.path.basename(path)) not in PURE_IO_FILES:
+            wrong.extend(io_calls(path))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_io_check_finds_io():
+    """The check above can fail: it finds each kind of call it looks for."""
+    sample = os.path.join(PLUGINS, "module_utils", "simulate", "files.py")
+    found = " ".join(io_calls(sample))
+    assert "calls open" in found and "calls os.makedirs" in found and "calls tempfile.mkstemp" in found
+
+
 def test_in_k8s_only_runners_and_readers_use_the_client():
     """k8s/ keeps pure planning and I/O apart by name: only client.py,
     module.py, events.py and the *runner.py / *reader.py files import the

@@ -1,31 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What policy_simulate does: load the traces (files or scenarios), replay
-each against the policies, pool the figures, judge ours against the targets
-and the other policies, and write simulation.json and simulation.html.
-The only I/O of the simulator is here: reading traces, writing reports."""
+"""What policy_simulate does: take the traces (a file files.py read, or
+generated scenarios), replay each against the policies, pool the figures,
+and judge ours against the targets and the other policies; files.py writes
+simulation.json and simulation.html. Pure."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-import os
-import tempfile
-
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
-from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, metrics, report, scenarios
-from ansible_collections.overcommit.control.plugins.module_utils.simulate import trace as traces
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, metrics, scenarios
 from ansible_collections.overcommit.control.plugins.module_utils.simulate.controllers import CONTROLLERS, ORDER
 
 ALL = "all"
 
 
 def check_request(params):
-    """The module's options, validated before anything is read or written.
-    Raises ValueRangeError naming the field."""
+    """The module's options, validated before anything is read or written
+    (files.check_paths then looks at the paths). Raises ValueRangeError
+    naming the field."""
     trace_path, hosts_path, names = params.get("trace"), params.get("trace_hosts"), params.get("scenario") or []
     if isinstance(names, str):
         names = [names]
@@ -45,17 +41,12 @@ def check_request(params):
     for name in names:
         if name not in scenarios.SCENARIOS:
             raise ValueRangeError("scenario", name, "one of %s, or %s" % (", ".join(sorted(scenarios.SCENARIOS)), ALL))
-    for field, path in (("trace", trace_path), ("trace_hosts", hosts_path)):
-        if path and not os.path.isfile(path):
-            raise ValueRangeError(field, path, "a readable file")
     seed = params.get("seed", 1)
     if seed is None or seed < 0:
         raise ValueRangeError("seed", seed, "a whole number of at least 0")
     report_dir = params.get("report_dir")
     if not report_dir:
         raise ValueRangeError("report_dir", report_dir, "a folder to write simulation.json and simulation.html to")
-    if os.path.exists(report_dir) and not os.path.isdir(report_dir):
-        raise ValueRangeError("report_dir", report_dir, "a folder (this is a file)")
     policies = engine.check_policies(params.get("policies"))
     return {"trace": trace_path, "trace_hosts": hosts_path, "scenarios": names, "seed": seed,
             "report_dir": report_dir, "policies": policies,
@@ -63,12 +54,8 @@ def check_request(params):
             "write_trace": bool(params.get("write_trace"))}
 
 
-def load(request):
-    """[(name, description, trace)] to replay."""
-    if request["trace"]:
-        hosts = traces.read_hosts(request["trace_hosts"])
-        trace = traces.read_trace(request["trace"], hosts)
-        return [(os.path.basename(request["trace"]), "trace %s" % request["trace"], trace)]
+def generated(request):
+    """The request's scenarios, generated: [(name, description, trace)]."""
     loaded = []
     for name in request["scenarios"]:
         loaded.append((name, " ".join(scenarios.SCENARIOS[name].__doc__.split()),
@@ -76,12 +63,13 @@ def load(request):
     return loaded
 
 
-def simulate(request):
+def simulate(request, loaded=None):
     """(the simulation's whole result, as simulation.json holds it; the
-    traces replayed, by name)."""
+    traces replayed, by name). loaded: [(name, description, trace)] read
+    from a file (files.load_trace); else the request's scenarios."""
     ours = policy.NAME
     per_scenario, raws, replayed = {}, dict((name, []) for name in request["policies"]), {}
-    for name, description, trace in load(request):
+    for name, description, trace in loaded if loaded is not None else generated(request):
         replayed[name] = trace
         result = engine.simulate(trace, request["policies"], request["parameters"])
         for policy_name, raw in result["raw"].items():
@@ -148,42 +136,3 @@ def _cell(value):
     if isinstance(value, float):
         return "%.4g" % value
     return str(value)
-
-
-def write(simulation, report_dir, replayed=None):
-    """Writes simulation.json and simulation.html (and, given `replayed`,
-    each generated trace as NAME.csv and NAME_hosts.csv) into report_dir,
-    each atomically; returns the paths written."""
-    if not os.path.isdir(report_dir):
-        os.makedirs(report_dir)
-    paths = {}
-    for name, trace in (replayed or {}).items():
-        paths["%s.csv" % name] = _atomic(report_dir, "%s.csv" % name,
-                                         lambda path, t=trace: traces.write_trace(t, path))
-        paths["%s_hosts.csv" % name] = _atomic(report_dir, "%s_hosts.csv" % name,
-                                               lambda path, t=trace: traces.write_hosts(t, path))
-    text = json.dumps(simulation, indent=1, sort_keys=True)
-    paths["simulation.json"] = _atomic(report_dir, "simulation.json", lambda path: _write_text(path, text))
-    page = report.render(simulation)
-    paths["simulation.html"] = _atomic(report_dir, "simulation.html", lambda path: _write_text(path, page))
-    return paths
-
-
-def _write_text(path, text):
-    with open(path, "w") as handle:
-        handle.write(text)
-
-
-def _atomic(folder, name, writer):
-    """Write through a temporary file in the same folder, then rename, so a
-    reader never sees half a report."""
-    handle, temporary = tempfile.mkstemp(prefix=".%s." % name, dir=folder)
-    os.close(handle)
-    try:
-        writer(temporary)
-        os.chmod(temporary, 0o644)
-        os.rename(temporary, os.path.join(folder, name))
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return os.path.join(folder, name)

@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import engine, host_model, metrics, run, scenarios
+from ansible_collections.overcommit.control.plugins.module_utils.simulate import files
 from ansible_collections.overcommit.control.plugins.module_utils.simulate import trace as traces
 
 HEADER = "time,host,vm,class,vcpus,demand_cpus,culprit\n"
@@ -131,9 +132,9 @@ def write(tmp_path, text, hosts="host,cpus\nhv-1,8\n"):
 def test_a_trace_round_trips_through_csv(tmp_path):
     generated = scenarios.generate("noisy_neighbour", 3)
     path, hosts = str(tmp_path / "t.csv"), str(tmp_path / "h.csv")
-    traces.write_trace(generated, path)
-    traces.write_hosts(generated, hosts)
-    read = traces.read_trace(path, traces.read_hosts(hosts))
+    files.write_rows(traces.trace_rows(generated), path)
+    files.write_rows(traces.host_rows(generated), hosts)
+    read = files.read_trace(path, files.read_hosts(hosts))
     assert read.count == generated.count and read.interval == 10 and set(read.vms) == set(generated.vms)
     key = "hv-1/batch-1"
     assert list(read.culprit[key]) == list(generated.culprit[key])
@@ -163,14 +164,14 @@ def test_a_trace_round_trips_through_csv(tmp_path):
 def test_a_malformed_trace_is_refused_with_the_line_and_the_reason(tmp_path, text, where, reason):
     path, hosts = write(tmp_path, text)
     with pytest.raises(ValueRangeError) as error:
-        traces.read_trace(path, traces.read_hosts(hosts))
+        files.read_trace(path, files.read_hosts(hosts))
     assert where in str(error.value) and reason in str(error.value)
 
 
 def test_demand_a_little_above_the_vcpus_is_rate_jitter_clamped_and_counted(tmp_path):
     path, hosts = write(tmp_path, HEADER + "0,hv-1,a,shared,2,2.08,0\n0,hv-1,b,shared,2,1,0\n"
                         "10,hv-1,a,shared,2,2.0,0\n10,hv-1,b,shared,2,2.1,0\n")
-    trace = traces.read_trace(path, traces.read_hosts(hosts))
+    trace = files.read_trace(path, files.read_hosts(hosts))
     assert list(trace.demand["hv-1/a"]) == [2.0, 2.0] and list(trace.demand["hv-1/b"]) == [1.0, 2.0]
     assert trace.clamped == 2
 
@@ -178,11 +179,11 @@ def test_demand_a_little_above_the_vcpus_is_rate_jitter_clamped_and_counted(tmp_
 def test_a_weighted_trace_round_trips_and_weights_the_host_model(tmp_path):
     path, hosts = write(tmp_path, "time,host,vm,class,vcpus,demand_cpus,weight\n"
                         "0,hv-1,big,shared,8,8,1024\n0,hv-1,small,shared,2,2,1024\n", hosts="host,cpus\nhv-1,4\n")
-    trace = traces.read_trace(path, traces.read_hosts(hosts))
+    trace = files.read_trace(path, files.read_hosts(hosts))
     assert trace.vms["hv-1/big"]["weight"] == 1024
     again = str(tmp_path / "again.csv")
-    traces.write_trace(trace, again)
-    assert traces.read_trace(again, traces.read_hosts(hosts)).vms["hv-1/small"]["weight"] == 1024
+    files.write_rows(traces.trace_rows(trace), again)
+    assert files.read_trace(again, files.read_hosts(hosts)).vms["hv-1/small"]["weight"] == 1024
     series = engine.simulate(trace, ["none"])["series"]["policies"]["none"]["used"]
     # Equal weights: the 2-vCPU VM gets its 2 CPUs beside the 8-vCPU one (by vCPUs it would get 0.8).
     assert series["small"][0] == pytest.approx(2.0) and series["big"][0] == pytest.approx(2.0)
@@ -227,7 +228,7 @@ def test_a_demoted_weight_first_cuts_a_light_vms_wait_more_than_the_quota_alone_
 def test_a_malformed_hosts_file_is_refused(tmp_path, hosts, reason):
     _path, hosts_path = write(tmp_path, HEADER, hosts)
     with pytest.raises(ValueRangeError) as error:
-        traces.read_hosts(hosts_path)
+        files.read_hosts(hosts_path)
     assert reason in str(error.value)
 
 
@@ -235,7 +236,7 @@ def test_a_binary_file_is_refused_not_a_traceback(tmp_path):
     path = tmp_path / "trace.csv"
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ValueRangeError) as error:
-        traces.read_trace(str(path), {"hv-1": 8})
+        files.read_trace(str(path), {"hv-1": 8})
     assert "UTF-8" in str(error.value)
 
 
@@ -261,6 +262,19 @@ def test_unknown_scenario_and_policy_are_refused_by_name(tmp_path):
     with pytest.raises(ValueRangeError) as error:
         run.check_request({"trace": trace, "trace_hosts": hosts, "report_dir": str(tmp_path), "write_trace": True})
     assert error.value.field == "write_trace"
+
+
+def test_paths_that_are_not_what_they_should_be_are_refused_by_field(tmp_path):
+    trace, hosts = write(tmp_path, HEADER + "0,hv-1,a,shared,2,1,0\n")
+    request = run.check_request({"trace": trace, "trace_hosts": str(tmp_path / "none.csv"),
+                                 "report_dir": str(tmp_path)})
+    with pytest.raises(ValueRangeError) as error:
+        files.check_paths(request)
+    assert error.value.field == "trace_hosts" and "a readable file" in str(error.value)
+    with pytest.raises(ValueRangeError) as error:
+        files.check_paths(run.check_request({"trace": trace, "trace_hosts": hosts, "report_dir": trace}))
+    assert error.value.field == "report_dir" and "this is a file" in str(error.value)
+    files.check_paths(run.check_request({"trace": trace, "trace_hosts": hosts, "report_dir": str(tmp_path / "new")}))
 
 
 def test_all_stands_for_every_small_scenario_beside_others(tmp_path):
