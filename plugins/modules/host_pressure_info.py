@@ -128,7 +128,8 @@ domains:
 """
 
 from ansible_collections.overcommit.control.plugins.module_utils.host.procfs import ProcFS
-from ansible_collections.overcommit.control.plugins.module_utils.host.signals import host_report
+from ansible_collections.overcommit.control.plugins.module_utils.host.pressure import NoPressureInfo
+from ansible_collections.overcommit.control.plugins.module_utils.host.signals import domain_signals, host_signals
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
 
@@ -141,7 +142,17 @@ def main():
         name_fields=("domains",),
         libvirt_required=False,
     )
-    host_report(module, ProcFS())
+    fs = ProcFS()
+    try:
+        result = host_signals(fs)
+    except NoPressureInfo as exc:
+        module.fail_json(msg=str(exc))
+    if not module.params["collect_domains"]:
+        module.exit_json(changed=False, **result)
+    # Each running domain's cgroup is found by its id: libvirt says which run.
+    module.require_libvirt(**result)
+    running = module.with_client(lambda client: client.running_ids(), **result)
+    module.exit_read("domains", domain_signals(fs, running, module.params["domains"]), **result)
 
 
 if __name__ == "__main__":

@@ -302,8 +302,8 @@ domains:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import requester, utc_now
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    NAME_FIELDS, CpuTuneRunner, check_request, report_line, selection_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import NAME_FIELDS, check_request, report_line, selection_argument_spec
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune_runner import CpuTuneRunner
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 

@@ -174,8 +174,8 @@ domains:
 
 import time
 
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-    NAME_FIELDS, check_sample_seconds, describe_domains, selection_argument_spec)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import NAME_FIELDS, check_sample_seconds, selection_argument_spec
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.reader import describe_domains
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
 

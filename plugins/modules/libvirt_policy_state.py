@@ -191,8 +191,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.record i
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DEFAULT_LOCK_DIR
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import (
-    DomainPolicyStateRunner, check_request, report_line)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state import check_request, report_line
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.policy_state_runner import DomainPolicyStateRunner
 
 
 def main():

@@ -132,6 +132,7 @@ summary:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import classify
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.classify_runner import ClassRunner
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.module import LibvirtModule
 
@@ -148,7 +149,7 @@ def main():
         failed={"domains": []},
     )
     request = module.checked(lambda params: classify.check_request(params, module.check_mode))
-    results = module.with_client(lambda client: classify.ClassRunner(client, request).run())
+    results = module.with_client(lambda client: ClassRunner(client, request).run())
     exit_fleet(module, results, "domain", "domains",
                describe=lambda result: classify.report_line(result, module.check_mode))
 

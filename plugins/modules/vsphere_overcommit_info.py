@@ -184,7 +184,8 @@ counters:
 """
 
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.module import VsphereModule
-from ansible_collections.overcommit.control.plugins.module_utils.vsphere.overcommit_report import gather, validate
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.overcommit_reader import gather
+from ansible_collections.overcommit.control.plugins.module_utils.vsphere.overcommit_report import validate
 
 
 def main():

@@ -154,6 +154,25 @@ def test_the_io_check_finds_io():
     assert "calls open" in found and "calls os.makedirs" in found and "calls tempfile.mkstemp" in found
 
 
+# In a platform folder the files that may do I/O, by name; the rest is pure.
+PLATFORM_IO_NAMES = ("client", "module", "events", "lock")
+
+
+@pytest.mark.parametrize("layer", ("libvirt", "k8s", "vsphere"))
+def test_in_a_platform_folder_only_runners_readers_and_the_client_do_io(layer):
+    """Pure planning and I/O apart by name in every platform folder: calls on
+    a client, open() and the file, process and network calls only in
+    client.py, module.py, events.py (Kubernetes events), lock.py (libvirt's
+    lock files) and the *runner.py and *reader.py files."""
+    wrong = []
+    for found_layer, path in module_utils_files():
+        name = os.path.basename(path)[:-3]
+        if found_layer != layer or name in PLATFORM_IO_NAMES or name.endswith(("runner", "reader")):
+            continue
+        wrong.extend(io_calls(path))
+    assert not wrong, "\n".join(wrong)
+
+
 def test_in_k8s_only_runners_and_readers_use_the_client():
     """k8s/ keeps pure planning and I/O apart by name: only client.py,
     module.py, events.py and the *runner.py / *reader.py files import the

@@ -3,15 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What host_pressure_info reports: the host's pressure, load and run
 queue, the cgroup that holds the VMs, and per running libvirt domain the
-CFS throttling of its cgroup."""
+CFS throttling of its cgroup, read through a ProcFS; the module asks
+libvirt which domains run."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import os
-
-from ansible_collections.overcommit.control.plugins.module_utils.host.pressure import NoPressureInfo
 
 
 def host_signals(fs):
@@ -58,18 +57,3 @@ def domain_signals(fs, running, names):
         entry.update({"name": name, "id": running[name]})
         results.append(entry)
     return results
-
-
-def host_report(module, fs):
-    """host_pressure_info's task on a LibvirtModule: the host's signals, and
-    with collect_domains each running domain's; fails without PSI, without
-    libvirt-python or libvirt, and naming every domain not reported."""
-    try:
-        result = host_signals(fs)
-    except NoPressureInfo as exc:
-        module.fail_json(msg=str(exc))
-    if not module.params["collect_domains"]:
-        module.exit_json(changed=False, **result)
-    module.require_libvirt(**result)
-    running = module.with_client(lambda client: client.running_ids(), **result)
-    module.exit_read("domains", domain_signals(fs, running, module.params["domains"]), **result)

@@ -4,20 +4,16 @@
 """The class of many libvirt domains, kept in their metadata (the element
 <vm><class>..</class><baseline>..</baseline></vm> in CLASS_NAMESPACE), which
 the brakes (libvirt_cputune) and the control policy read: what each domain
-should be (pure), and the runner that reads and writes it."""
+should be. Pure: classify_runner.py reads and writes it."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import xml.etree.ElementTree as ET
-
-from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, CLASSES
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import CONFIG, LIVE
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import WORKERS, check_name_keys, lookup
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CONFIG, LIVE
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import check_name_keys
 
 
 def check_classes(classes, baselines):
@@ -60,43 +56,6 @@ def check_baseline(name, baseline, vcpus):
 def shown(facts):
     """A target's class as results show it."""
     return {"class": facts["declared_class"], "baseline": facts["baseline_cpus"]}
-
-
-class ClassRunner(object):
-    """One task: the class of many domains, over one connection."""
-
-    def __init__(self, client, request):
-        self.client = client
-        self.request = request
-        self.wanted = request["wanted"]
-        self.check_mode = request["check_mode"]
-
-    def run(self):
-        return fleet.each(sorted(self.wanted), self.one, workers=WORKERS)
-
-    def one(self, name, result):
-        """One domain's class, into `result`; a refusal is its own (fleet.each)."""
-        result.update(self.classify(name, lookup(self.client, name, self.request["missing"])))
-
-    def classify(self, name, domain):
-        """Reads, plans and writes one domain's class element."""
-        described = self.client.describe(domain)
-        targets = plan.targets_for(self.request["apply"], described["active"], described["persistent"])
-        wanted = self.wanted[name]
-        namespace = self.request["class_namespace"]
-        before, after = {}, {}
-        for target in targets:
-            root = ET.fromstring(self.client.definition(domain, target))
-            vcpu = root.find("vcpu")
-            check_baseline(name, wanted["baseline"], int(vcpu.get("current") or vcpu.text) if vcpu is not None else 1)
-            before[target] = shown(domain_xml.class_facts(root, namespace))
-            after[target] = {"class": wanted["class"], "baseline": wanted["baseline"]}
-        writes = [t for t in targets if before[t] != after[t]]
-        if writes and not self.check_mode:
-            self.client.set_metadata(domain, domain_xml.class_xml(wanted["class"], wanted["baseline"]),
-                                     domain_xml.CLASS_KEY, namespace, LIVE in writes, CONFIG in writes)
-        return {"changed": bool(writes), "before": before, "after": after, "class": wanted["class"],
-                "baseline": wanted["baseline"]}
 
 
 def report_line(result, check_mode=False):

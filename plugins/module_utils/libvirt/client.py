@@ -14,6 +14,7 @@ import time
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CONFIG, LIVE
 
 try:
     import libvirt
@@ -23,8 +24,6 @@ except ImportError:  # reported by the module through HAS_LIBVIRT
 HAS_LIBVIRT = libvirt is not None
 # virErrorNumber VIR_ERR_NO_DOMAIN
 ERR_NO_DOMAIN = 42
-LIVE = "live"
-CONFIG = "config"
 
 
 def connection_argument_spec():

@@ -46,7 +46,10 @@ CLASS_NAMESPACE = "https://overcommit.control/xmlns/vm/1"
 THROTTLE_NAMESPACE = "https://overcommit.control/xmlns/throttle/1"
 THROTTLE_KEY = "overcommit"
 RECORD_FIELDS = ("reason", "time", "by", "class", "scope", "cpus", "plan")
-TARGETS = ("live", "config")
+# A domain's two definitions: the running one and the persistent one.
+LIVE = "live"
+CONFIG = "config"
+TARGETS = (LIVE, CONFIG)
 POLICY_NAMESPACE = "https://overcommit.control/xmlns/policy/1"
 # The prefix libvirt gives the policy element (the throttle record uses THROTTLE_KEY).
 POLICY_KEY = "ocpolicy"

@@ -2,12 +2,15 @@
 with running QEMU guests."""
 
 import os
+import time
+import uuid
 import xml.etree.ElementTree as ET
 from urllib.parse import parse_qs, urlparse
 
 import libvirt
 import pytest
 
+from lab_domain_type import lab_domain_type
 from domain_records import KEYS, THROTTLE_NS, element_of, metadata_flags, planted
 from measure import TOLERANCE_CPUS, check_braked, check_recovered, cpu_rate
 from run_module import run_module, run_playbook
@@ -308,6 +311,24 @@ def test_the_cpus_a_running_domain_may_run_on_are_reported_from_its_live_pinning
     assert pinned == [0, 1] and by_name["oc-lab-dedicated-2"]["cpus_allowed"] == pinned
 
 
+def test_a_running_domain_says_when_it_started(libvirt_conn):
+    """libvirt's API has no start time: the module reads the QEMU process's
+    (the policy judges no VM a culprit in its first minute). A transient
+    domain started by the test started between the test's two clocks."""
+    name = "oc-started-%s" % uuid.uuid4().hex[:8]
+    before = time.time()
+    domain = libvirt_conn.createXML("<domain type='%s'><name>%s</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>"
+                                    "<os><type arch='x86_64'>hvm</type></os></domain>" % (lab_domain_type(), name), 0)
+    after = time.time()
+    try:
+        info = run_module("libvirt_cputune_info", {"domains": [name], "sample_seconds": 0}, host=HOST)
+    finally:
+        domain.destroy()
+    started_at = info["domains"][0]["started_at"]
+    # /proc gives the start in clock ticks after boot, and btime in whole seconds.
+    assert before - 1.5 <= started_at <= after + 1.5, (before, info, after)
+
+
 def test_raw_quota_with_its_own_period_and_an_emulator_cap(idle4):
     before = sched(idle4)
     result = cputune({"domains": ["oc-lab-idle-4"], "quota": 150000, "period": 50000, "emulator_cpus": 0.5})
@@ -453,8 +474,9 @@ VANISHING = ("<domain type='qemu'><name>%s</name><memory unit='MiB'>32</memory><
 
 def test_a_domain_undefined_while_classes_are_listed_is_left_out_and_the_others_are_handled(lab, libvirt_conn):
     from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
-    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import (
-        CpuTuneRunner, check_request, describe_domains)
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import check_request
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune_runner import CpuTuneRunner
+    from ansible_collections.overcommit.control.plugins.module_utils.libvirt.reader import describe_domains
 
     name = "oc-it-vanishing-%d" % os.getpid()
     vanishing = libvirt_conn.defineXML(VANISHING % name)

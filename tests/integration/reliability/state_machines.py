@@ -39,7 +39,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.k8s.gate.runner
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import CpuTuneRunner, check_request
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import check_request
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune_runner import CpuTuneRunner
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere import reservation as rsv
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.client import VsphereClient
 from ansible_collections.overcommit.control.plugins.module_utils.vsphere.reservation_runner import ReservationRunner

@@ -74,7 +74,7 @@ if COLLECTIONS_ROOT not in sys.path:
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.rounds import put_rounds
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.cputune import describe_domains
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.reader import describe_domains
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CLASS_NAMESPACE
 
 
