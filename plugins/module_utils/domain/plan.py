@@ -19,6 +19,7 @@ import json
 from datetime import datetime, timezone
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal, ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import actions as action_table
 from ansible_collections.overcommit.control.plugins.module_utils.domain.cpu import cpus_text
 
 VERSION = 1
@@ -66,7 +67,7 @@ def _rfc3339(unix):
 def change_text(action):
     """What an action does, in words an approver reads."""
     kind = action["action"]
-    if kind in ("throttle", "relax"):
+    if action_table.sets_cap(kind):
         return "%s to %s, was %s" % (kind, cpus_text(action["cpus"]), cpus_text(action.get("previous_cpus")))
     if kind == "weight":
         was = action.get("previous_shares")
@@ -239,7 +240,7 @@ def is_done(action, current, plan_id):
     gate left at all, whoever removed it."""
     seen = current.get("seen") or {}
     kind = action["action"]
-    if kind in ("throttle", "relax"):
+    if action_table.sets_cap(kind):
         cap = seen.get("cap_cpus")
         return current.get("plan") == plan_id and cap is not None and abs(cap - action["cpus"]) <= CAP_TOLERANCE
     if kind == "weight":
@@ -276,7 +277,8 @@ def review(plan, actions, live, now):
         if why:
             out["refused"].append(dict(action, refused=why))
         else:
-            out["apply"].append(action)
+            # The module and arguments that carry it out, from the one action table.
+            out["apply"].append(dict(action, call=action_table.call(action)))
     return out
 
 

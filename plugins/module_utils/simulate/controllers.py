@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.domain import actions as action_table
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEDICATED
 
@@ -161,17 +162,18 @@ class Overcommit(object):
             self.by_name[name]["node"]["policy"] = state or {}
         actions = []
         for action in plan["actions"]:
-            kind = action["action"]
-            if kind in ("throttle", "relax"):
+            # What each action does, from the one action table (domain/actions.py).
+            effect = action_table.ACTIONS[action["action"]]["effect"]
+            if effect == "cap":
                 actions.append(("cap", action["object"], action["cpus"], action["rule"]))
-            elif kind == "weight":
+            elif effect == "weight":
                 actions.append(("weight", action["object"], action["shares"], action["rule"]))
-            elif kind == "restore":
+            elif effect == "lift":
                 actions.append(("lift", action["object"], None, action["rule"]))
             else:
                 node = self.by_name[action["host"]]["node"]
-                node["gated"], node["effect"] = kind == "gate", action.get("effect") if kind == "gate" else None
-                actions.append((kind, action["host"], None, action["rule"]))
+                node["gated"], node["effect"] = effect == "gate", action.get("effect") if effect == "gate" else None
+                actions.append((effect, action["host"], None, action["rule"]))
         return actions
 
     def credits(self, key):

@@ -13,6 +13,7 @@ __metaclass__ = type
 from collections import namedtuple
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import actions as action_table
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.judgement import (
     BASE_STEP, BASE_WEIGHT, IDLE_CPUS, follow_usual, shared_pool, unbraked_pressure, waits, weight_in_force)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.parameters import NAME, parameters
@@ -23,10 +24,9 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.v
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE, DEDICATED
 
 
-ACTIONS = ("gate", "weight", "throttle", "relax", "restore", "open")
-
-# Order of escalation inside a cycle: gates first, then weights and caps, then letting go.
-ACTION_ORDER = {"gate": 0, "weight": 1, "throttle": 1, "relax": 2, "restore": 3, "open": 4}
+# The actions and their order of escalation inside a cycle, from the one table (domain/actions.py).
+ACTIONS = action_table.NAMES
+ACTION_ORDER = dict((name, entry["order"]) for name, entry in action_table.ACTIONS.items())
 
 # What the rules see of one host: its view (with the pool's CPUs and the
 # pressure net of the brakes' own), its VMs, their states this cycle, and
@@ -213,7 +213,7 @@ class Cycle(object):
                 action["platform"] = vm["platform"]
             if cpus is not None:
                 action["cpus"] = round(cpus, 3)
-            if kind in ("throttle", "relax") and state and state.get("weight") is not None:
+            if action_table.sets_cap(kind) and state and state.get("weight") is not None:
                 # A throttle sets the whole brake: the demoted weight stays with the cap.
                 action.update(weight_fields(vm, state["weight"]))
             self.claimed[vm["key"]] = cpus

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import actions
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
 
@@ -189,7 +190,7 @@ def test_review_sorts_actions_into_apply_done_and_refused_with_the_reason():
     made = a_plan(throttle, gate, gone)
     out = plans.review(made, made["actions"], {"hv-1/batch-1": live_vm(), "node/node-1": live_node()}, NOW)
     assert out["plan"] == PLAN_ID
-    assert out["apply"] == [throttle, gate] and out["done"] == []
+    assert out["apply"] == [with_call(throttle), with_call(gate)] and out["done"] == []
     assert out["refused"] == [dict(gone, refused="hv-1/gone-1 not found: it is gone since the plan was made")]
 
 
@@ -229,7 +230,7 @@ def test_review_refuses_what_is_left_of_a_plan_that_expired_meanwhile():
     out = plans.review(made, [throttle], {"hv-1/batch-1": live_vm()}, NOW + 3601)
     assert out["apply"] == []
     assert out["refused"][0]["refused"] == "plan %s expired at 2023-11-14T23:13:20Z" % PLAN_ID
-    assert plans.review(made, [throttle], {"hv-1/batch-1": live_vm()}, NOW + 3600)["apply"] == [throttle]
+    assert plans.review(made, [throttle], {"hv-1/batch-1": live_vm()}, NOW + 3600)["apply"] == [with_call(throttle)]
 
 
 def test_outcome_has_a_line_per_object_applied_failed_done_or_refused():
@@ -263,3 +264,39 @@ def test_outcome_in_check_mode_says_would_apply():
                         check_mode=True)
     assert out["applied"] == ["hv-1/batch-1"]
     assert out["lines"] == ["would apply: hv-1/batch-1: throttle to 0.5 CPU, was unlimited (contain)"]
+
+
+# -------------------------------------------------------------- the one action table
+
+def test_every_action_has_the_module_and_arguments_that_carry_it_out_and_an_undo():
+    cap = {"action": "throttle", "cpus": 0.5, "shares": 342, "host": "hv-1", "vm": "web-1"}
+    assert actions.call(cap) == {"module": "overcommit.control.libvirt_cputune",
+                                 "args": {"state": "throttled", "cpus": 0.5, "shares": 342}}
+    kubevirt = dict(cap, platform="kubevirt", cpu_request="334m", vm="lab/web-1")
+    assert actions.call(kubevirt) == {"module": "overcommit.control.kubevirt_vm_cpu_limit",
+                                      "args": {"state": "throttled", "cpus": "0.5", "cpu_request": "334m"}}
+    assert actions.call({"action": "weight", "shares": 342, "vm": "web-1"})["args"] == {"state": "throttled",
+                                                                                       "shares": 342}
+    # A restore gives back the cap and the weight: no weight rides along.
+    assert actions.call(dict(cap, action="restore"))["args"] == {"state": "restored"}
+    assert actions.call({"action": "gate", "node": "n1", "effect": "NoSchedule"}) == {
+        "module": "overcommit.control.node_admission",
+        "args": {"state": "gated", "taints": [{"key": "gated", "effect": "NoSchedule"}]}}
+    assert actions.call({"action": "open", "node": "n1"})["args"] == {"state": "open"}
+    for name, entry in actions.ACTIONS.items():
+        assert entry["undone_by"] is None or entry["undone_by"] in actions.ACTIONS, name
+    assert set(actions.NAMES) == set(actions.ACTIONS) and set(policy.ACTIONS) == set(actions.ACTIONS)
+
+
+def with_call(action):
+    return dict(action, call=actions.call(action))
+
+
+def test_each_action_to_apply_carries_its_call():
+    throttle, gate = vm_action("throttle", 0.5), node_action("gate")
+    made = a_plan(throttle, gate)
+    out = plans.review(made, made["actions"], {"hv-1/batch-1": live_vm(), "node/node-1": live_node()}, NOW)
+    calls = dict((a["action"], a["call"]) for a in out["apply"])
+    assert calls["gate"]["module"] == "overcommit.control.node_admission" and calls["gate"]["args"]["state"] == "gated"
+    assert calls["throttle"] == {"module": "overcommit.control.libvirt_cputune",
+                                 "args": {"state": "throttled", "cpus": 0.5}}
