@@ -18,11 +18,13 @@ TCG, whose vCPUs wake through QEMU's main loop rather than as a real
 guest's do. The patterns follow one another:
 
   quiet         a victim alone (the baseline; half a phase)
-  start         a culprit starts spinning beside it
+  start         a culprit starts spinning beside it (a tenant started a
+                minute before and paused: a VM turning noisy, not booting)
   stop          it stops (paused)
   two culprits  two spin at once
   stop both     both stop
-  even load     four victims, no culprit (anything braked is a false action)
+  even load     four victims, no culprit, three of them booting (anything
+                braked is a false action)
 
 Each arm runs them from freshly defined guests: the control arm with the
 loop in mode=dry_run (the same cycles, measurements and decisions, no
@@ -98,6 +100,9 @@ PATTERNS = (
     ("even load", {V2: "run", V3: "run", V4: "run"}),
 )
 CYCLE_SAMPLES, CYCLE_INTERVAL = 2, 3
+# How long before it first spins a culprit was started: a little over a
+# minute, past its boot (the policy judges no VM in its first minute).
+CULPRIT_LEAD_SECONDS = 65
 # The off/on comparison: each arm runs these from fresh guests, the loop in
 # dry run (same work, no action) or acting; quiet is a lead-in of half a phase.
 ARM_PATTERNS = (
@@ -322,10 +327,26 @@ class Loop(object):
             self.last = now
 
 
+def start_culprits_ahead(domains, phase_seconds):
+    """The culprits are tenants that were running before they turn noisy:
+    started CULPRIT_LEAD_SECONDS before their first pattern, paused once
+    their firmware is done, so that what the loop sees at `start` is a VM
+    starting to spin, not one booting (which the victims of even load are)."""
+    started = time.time()
+    for name in CULPRITS:
+        set_state(domains[name], "run")
+    time.sleep(lab_guests.SETTLE_SECONDS)
+    for name in CULPRITS:
+        set_state(domains[name], "pause")
+    # The quiet lead-in (half a phase) runs before the first culprit spins.
+    time.sleep(max(0.0, started + CULPRIT_LEAD_SECONDS - phase_seconds / 2 - time.time()))
+
+
 def run_arm(client, domains, policy_params, work_dir, mode, phase_seconds):
     """One arm: the patterns from fresh guests with the loop in `mode`."""
     os.makedirs(work_dir)
     events = []
+    start_culprits_ahead(domains, phase_seconds)
     loop = Loop(client, domains, policy_params, work_dir, mode)
     loop.start()
     try:
