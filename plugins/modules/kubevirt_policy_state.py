@@ -121,7 +121,7 @@ summary:
 from ansible_collections.overcommit.control.plugins.module_utils.common.fleet import exit_fleet
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import policy_state
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake.policy_state_runner import VmiPolicyStateRunner
-from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX
+from ansible_collections.overcommit.control.plugins.module_utils.k8s.metadata import DEFAULT_PREFIX, policy_state_line
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.module import K8sModule
 
 
@@ -139,8 +139,7 @@ def main():
     )
     request = module.checked(policy_state.check_request)
     results = module.with_client(lambda client: VmiPolicyStateRunner(client, request).run())
-    exit_fleet(module, results, "VM", "vms",
-               describe=lambda result: policy_state.report_line(result, module.check_mode))
+    exit_fleet(module, results, "VM", "vms", describe=lambda result: policy_state_line(result, module.check_mode))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,3 @@ def _split(field, key):
 def check_request(params):
     """The task's options, checked before any API call."""
     return metadata.check_policy_state_request(params, _split, "namespace/name")
-
-
-def report_line(result, check_mode=False):
-    return metadata.policy_state_line(result, check_mode)
