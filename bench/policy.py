@@ -18,12 +18,15 @@ the baselines they are held to, in one run:
              no control: the victims' wait reduction, precision, recall and
              containment p95, mean and spread over the seeds.
   sensitivity  (--sensitivity, alone) the targets our policy misses, pooled
-             over every scenario but the fleet, with each parameter moved
-             to -25 % and +25 % of its default, the others at theirs.
+             over every scenario but the fleet and, on a line of its own,
+             over the fleet scenario's generator at --fleet-hosts hosts (10;
+             the fleet has 50: a day replayed at every variation), with
+             each parameter moved to -25 % and +25 % of its default, the
+             others at theirs.
 
     source scripts/lib.sh
     $VENV/bin/python bench/policy.py [--hosts 1000 --vms-per-host 10] [--scenarios [--seeds 5]]
-    $VENV/bin/python bench/policy.py --sensitivity
+    $VENV/bin/python bench/policy.py --sensitivity [--fleet-hosts 10]
 """
 
 import argparse
@@ -208,24 +211,30 @@ def varied(name, default, factor):
     return None if value == default else value
 
 
-def sensitivity_row(label, value, figures, misses, baseline):
+def sensitivity_row(label, value, over, figures, misses, baseline):
     cells = ["%-9s" % ("n/a" if figures.get(key) is None else "%g" % figures[key]) for key, _title in SENSITIVITY_COLUMNS]
     changed = sorted(set(misses) ^ set(baseline))
     verdict = "misses " + ", ".join(misses) if misses else "meets all"
     if changed:
         verdict += " (differs: %s)" % ", ".join(changed)
-    return "  %-24s %-8s %s %s" % (label, value, " ".join(cells), verdict)
+    return "  %-24s %-8s %-6s %s %s" % (label, value, over, " ".join(cells), verdict)
 
 
-def bench_sensitivity():
+def bench_sensitivity(fleet_hosts):
     started = time.perf_counter()
-    traces = [scenarios.generate(name, 1) for name in scenarios.SMALL]
+    groups = [("small", [scenarios.generate(name, 1) for name in scenarios.SMALL])]
+    if fleet_hosts:
+        groups.append(("fleet", [scenarios.fleet(1, hosts=fleet_hosts)]))
     defaults = policy.parameters()
-    figures, baseline = pooled(traces, None)
-    print("each parameter at -25 % and +25 % of its default, the others at theirs; every scenario but the fleet,"
-          " pooled:")
-    print("  %-24s %-8s %s targets" % ("parameter", "value", " ".join("%-9s" % title for _key, title in SENSITIVITY_COLUMNS)))
-    print(sensitivity_row("(all at their defaults)", "", figures, baseline, baseline))
+    baselines = dict((label, pooled(traces, None)) for label, traces in groups)
+    print("each parameter at -25 %% and +25 %% of its default, the others at theirs; figures pooled over every"
+          " scenario but the fleet (small)%s:" % (
+              " and over the fleet's generator at %d hosts (the fleet has 50) for a day (fleet)" % fleet_hosts if fleet_hosts else ""))
+    print("  %-24s %-8s %-6s %s targets" % ("parameter", "value", "over",
+                                            " ".join("%-9s" % title for _key, title in SENSITIVITY_COLUMNS)))
+    for label, _traces in groups:
+        figures, baseline = baselines[label]
+        print(sensitivity_row("(all at their defaults)", "", label, figures, baseline, baseline))
     for name in sorted(policy.PARAMETERS):
         for factor in (0.75, 1.25):
             value = varied(name, defaults[name], factor)
@@ -237,8 +246,10 @@ def bench_sensitivity():
             except ValueRangeError as error:
                 print("  %-24s %-8g refused: %s" % (name, value, error))
                 continue
-            figures, misses = pooled(traces, params)
-            print(sensitivity_row(name, "%g" % value, figures, misses, baseline))
+            for label, traces in groups:
+                figures, misses = pooled(traces, params)
+                print(sensitivity_row(name, "%g" % value, label, figures, misses, baselines[label][1]))
+            sys.stdout.flush()
     print("  (%.0f s)" % (time.perf_counter() - started))
 
 
@@ -251,9 +262,12 @@ def main():
     parser.add_argument("--seeds", type=int, default=5, help="seeds of each small scenario with --scenarios")
     parser.add_argument("--sensitivity", action="store_true",
                         help="only the sensitivity table: each parameter at -25 %% and +25 %% of its default")
+    parser.add_argument("--fleet-hosts", type=int, default=10,
+                        help="with --sensitivity: hosts of the fleet scenario replayed per variation (10; all 50 take "
+                             "about an hour; 0 leaves the fleet out)")
     args = parser.parse_args()
     if args.sensitivity:
-        bench_sensitivity()
+        bench_sensitivity(args.fleet_hosts)
         return
     bench_decision(args.hosts, args.vms_per_host)
     if not args.no_replay:

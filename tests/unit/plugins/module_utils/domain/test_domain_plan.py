@@ -275,8 +275,8 @@ def test_every_action_has_the_module_and_arguments_that_carry_it_out_and_an_undo
     kubevirt = dict(cap, platform="kubevirt", cpu_request="334m", vm="lab/web-1")
     assert actions.call(kubevirt) == {"module": "overcommit.control.kubevirt_vm_cpu_limit",
                                       "args": {"state": "throttled", "cpus": "0.5", "cpu_request": "334m"}}
-    assert actions.call({"action": "weight", "shares": 342, "vm": "web-1"})["args"] == {"state": "throttled",
-                                                                                       "shares": 342}
+    weight = {"action": "weight", "shares": 342, "vm": "web-1"}
+    assert actions.call(weight)["args"] == {"state": "throttled", "shares": 342}
     # A restore gives back the cap and the weight: no weight rides along.
     assert actions.call(dict(cap, action="restore"))["args"] == {"state": "restored"}
     assert actions.call({"action": "gate", "node": "n1", "effect": "NoSchedule"}) == {
