@@ -83,7 +83,7 @@ def test_the_brake_holds_qemu_to_its_cap_in_place_and_restore_gives_the_cpu_back
 
 def reconcile_playbook(namespace, selector):
     """A playbook that runs the reconcile role on the VMs of `selector`."""
-    play = [{"name": "Reconcile", "hosts": "controllers", "gather_facts": False, "tasks": [
+    play = [{"name": "Reconcile", "hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "The reconcile role", "ansible.builtin.include_role": {"name": "overcommit.control.kubevirt_cpu_reconcile"},
          "vars": {"kubevirt_cpu_reconcile_namespace": namespace,
                   "kubevirt_cpu_reconcile_label_selector": selector}}]}]
