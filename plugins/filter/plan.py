@@ -14,7 +14,8 @@ import time
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
-from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
+from ansible_collections.overcommit.control.plugins.module_utils.domain.observed import acts_on, observed_vms
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, LIBVIRT
 from ansible_collections.overcommit.control.plugins.plugin_utils.filter_guard import BAD_INPUT, filter_guard
 
 
@@ -91,11 +92,6 @@ def plan_invalid(plan, now=None, only=None):
     return ""
 
 
-def _live_domain(domain):
-    unreadable = (domain.get("msg") or "unreadable") if domain.get("failed") else None
-    return {"seen": plans.seen_of_domain(domain), "plan": plans.applied_plan(domain), "unreadable": unreadable}
-
-
 @filter_guard
 def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None, kubevirt=None):
     """The plan's actions on the libvirt domains of one hypervisor `host`
@@ -110,16 +106,16 @@ def plan_review(plan, now=None, only=None, host=None, domains=None, nodes=None, 
         actions = [a for a in selected if a.get("node")]
         live = dict(("node/%s" % n["name"], {"seen": plans.seen_of_node(n), "plan": plans.applied_plan(n)})
                     for n in nodes)
-    elif kubevirt is not None:
-        if isinstance(kubevirt, dict):
-            kubevirt = kubevirt.get("vms")
-        actions = [a for a in selected if a.get("vm") and a.get("platform") == KUBEVIRT]
-        live = dict((vm_key(dict(vm, platform=KUBEVIRT)), _live_domain(vm)) for vm in kubevirt)
+        return plans.review(plan, actions, live, _now(now))
+    if kubevirt is not None:
+        platform, readings = KUBEVIRT, kubevirt.get("vms") if isinstance(kubevirt, dict) else kubevirt
+    elif not host:
+        raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
     else:
-        if not host:
-            raise ValueRangeError("host", host, "the hypervisor host whose domains are given")
-        actions = [a for a in selected if a.get("vm") and a.get("host") == host and a.get("platform") != KUBEVIRT]
-        live = dict(("%s/%s" % (host, d["name"]), _live_domain(d)) for d in domains or [])
+        platform, readings = LIBVIRT, domains
+    vms = observed_vms(platform, host, readings)
+    actions = [a for a in selected if acts_on(a, platform, host)]
+    live = dict((vm["key"], {"seen": vm["seen"], "plan": vm["plan"], "unreadable": vm["unreadable"]}) for vm in vms)
     return plans.review(plan, actions, live, _now(now))
 
 

@@ -16,116 +16,54 @@ from the host's `kubernetes_node` variable) and `paused` (the kill switch).
 `kubevirt` is kubevirt_vm_cpu_info's VMs, their usage read at the times of
 the rounds (usage_rounds, one per round). A KubeVirt VM shares the CPUs of
 its node, so it joins the host that stands for that node: decided with that
-host's pressure, among that host's VMs."""
+host's pressure, among that host's VMs.
+
+Both become one record per VM (domain.observed) as they are taken in here;
+everything after reads those records."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
-from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_domain, seen_of_node
-from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, vm_key
+from ansible_collections.overcommit.control.plugins.module_utils.domain.observed import observed_vm, observed_vms
+from ansible_collections.overcommit.control.plugins.module_utils.domain.plan import seen_of_node
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, LIBVIRT
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import (
     BURSTABLE, DEDICATED, DEFAULT_FLOOR_FRACTION)
 
 
 # ---------------------------------------------------------------- the policy's input
 
-def vm_state(domain):
-    """The policy state a VM starts from when no cycle kept one: a cap an
-    approved plan (or the loop) set is the policy's own, so it may later be
-    relaxed and restored; any other cap is someone else's and left alone."""
-    record = domain.get("throttle") or {}
-    # The weight is the plan's where its record says it set it: libvirt's
-    # cpu_shares, a KubeVirt launcher's desired (demoted) CPU request.
-    owned = "cpu_shares" in (record.get("owns") or []) or domain.get("desired_request") is not None
-    weight = cpu_weight(domain) if owned else None
-    if not record.get("plan") or domain.get("cap_cpus") is None and weight is None:
-        return {}
-    since = unix_time(record.get("time"))
-    state = {"rule": record.get("rule") or "contain"}
-    if domain.get("cap_cpus") is not None:
-        state["cap"] = domain["cap_cpus"]
-    if weight is not None:
-        # A CPU weight the plan demoted: what it was is the record's.
-        state["weight"] = weight
-        was = cpu_weight({"cpu_request": domain.get("previous_cpu_request")}) if domain.get("platform") == KUBEVIRT \
-            else ((record.get("previous") or {}).get("live") or {}).get("cpu_shares")
-        if was:
-            state["weight_was"] = was
-    if since is not None:
-        state.update(capped_at=since, changed_at=since)
-    return state
-
-
-def _policy_of(domain):
-    """The state stored on the domain; a cap an approved plan set since the
-    last cycle (its record names the plan, the stored state has no cap) is
-    taken as the policy's own too."""
-    stored = domain.get("policy") or {}
-    if stored.get("cap") is not None:
-        return stored
-    return dict(vm_state(domain), **stored)
-
-
-def shared_pool_cpus(domains, isolated=None):
+def shared_pool_cpus(vms, isolated=None):
     """The CPU ids of one host's shared pool: those its running shared and
-    burstable domains may run on (libvirt_cputune_info's cpus_allowed), less
-    the CPUs the kernel isolates (host_pressure_info's isolated_cpus). None
-    when no running shared domain says (none runs, or an older reader)."""
+    burstable VMs (records) may run on (libvirt_cputune_info's cpus_allowed),
+    less the CPUs the kernel isolates (host_pressure_info's isolated_cpus).
+    None when no running shared VM says (none runs, or an older reader)."""
     pool, known = set(), False
-    for domain in domains:
-        if not isinstance(domain, dict) or domain.get("class") == DEDICATED or not domain.get("active"):
-            continue
-        if domain.get("cpus_allowed") is None:
+    for vm in vms:
+        if vm["class"] == DEDICATED or not vm["active"] or vm["cpus_allowed"] is None:
             continue
         known = True
-        pool.update(domain["cpus_allowed"])
+        pool.update(vm["cpus_allowed"])
     return pool - set(isolated or ()) if known else None
 
 
-def vm_input(host, domain, baseline_fraction=DEFAULT_FLOOR_FRACTION, pool=None):
-    """One running domain (or KubeVirt VM) of a round as policy.vm_view
-    takes it. A burstable domain without a baseline of its own gets the
-    class's floor share of its vCPUs as its baseline; a dedicated domain
-    pinned to CPUs of the shared `pool` (CPU ids) is marked as in it."""
-    vm = {"name": domain["name"], "host": host, "class": domain.get("class"), "vcpus": domain.get("vcpus"),
-          "platform": domain.get("platform"),
-          "cap_cpus": domain.get("cap_cpus"), "usage": domain.get("usage") or {},
-          "policy": _policy_of(domain),
-          # The kill switch an operator set in the domain's metadata.
-          "paused": bool(domain.get("paused"))}
-    if domain.get("cpu_request") is not None:
-        # Kubernetes refuses a launcher's CPU limit under its request.
-        vm["min_cap_cpus"] = domain["cpu_request"]
-    weight = cpu_weight(domain)
-    if weight is not None:
-        vm["weight"] = weight
-    if domain.get("started_at") is not None:
-        vm["started_at"] = domain["started_at"]
-    if domain.get("class") == DEDICATED and pool is not None and domain.get("cpus_allowed") is not None:
-        vm["in_shared_pool"] = bool(pool & set(domain["cpus_allowed"]))
-    if domain.get("class") == BURSTABLE and domain.get("vcpus"):
-        vm["baseline_cpus"] = domain.get("baseline_cpus") or domain["vcpus"] * baseline_fraction
-    return vm
-
-
-def cpu_weight(domain):
-    """The CPU weight the host's scheduler gives a VM, in cgroup v1 shares:
-    a libvirt domain's live cpu_shares (libvirt's default 1024, or cgroup
-    v2's cpu.weight, 100 by default, which libvirt reports in its place); a
-    KubeVirt launcher pod's CPU request as the kubelet turns it into shares
-    (1024 a CPU): the request the brake keeps when it demoted one, as a cap
-    is the desired cap (a new pod gets it back from a reconcile). None when
-    not known."""
-    request = domain.get("desired_cpu_request")
-    if request is None:
-        request = domain.get("cpu_request")
-    if request is not None:
-        return round(float(request) * 1024, 3) or None
-    shares = (domain.get("live") or {}).get("cpu_shares")
-    return shares if isinstance(shares, (int, float)) and not isinstance(shares, bool) and shares > 0 else None
+def vm_input(vm, baseline_fraction=DEFAULT_FLOOR_FRACTION, pool=None):
+    """One running VM's record (domain.observed) as policy.vm_view takes
+    it. A burstable VM without a baseline of its own gets the class's floor
+    share of its vCPUs as its baseline; a dedicated VM pinned to CPUs of
+    the shared `pool` (CPU ids) is marked as in it."""
+    out = dict((key, vm[key]) for key in ("name", "host", "class", "vcpus", "platform", "cap_cpus", "usage", "policy",
+                                          "paused"))
+    for key in ("min_cap_cpus", "weight", "started_at"):
+        if vm[key] is not None:
+            out[key] = vm[key]
+    if vm["class"] == DEDICATED and pool is not None and vm["cpus_allowed"] is not None:
+        out["in_shared_pool"] = bool(pool & set(vm["cpus_allowed"]))
+    if vm["class"] == BURSTABLE and vm["vcpus"]:
+        out["baseline_cpus"] = vm["baseline_cpus"] or vm["vcpus"] * baseline_fraction
+    return out
 
 
 def cpus_used(before, after):
@@ -226,8 +164,8 @@ def _rounds_of(name, measured):
             reasons["the CPU pressure (host_pressure_info)"] = unread_pressure
         if unread_vms or unread_pressure:
             continue
-        usable.append((index, [d for d in vms.get("domains") or [] if isinstance(d, dict) and not d.get("failed")],
-                       pressure))
+        readable = [d for d in vms.get("domains") or [] if isinstance(d, dict) and not d.get("failed")]
+        usable.append((index, observed_vms(LIBVIRT, name, readable), pressure))
     return usable, "; ".join("%s: %s" % item for item in sorted(reasons.items()))
 
 
@@ -263,14 +201,14 @@ def _kubevirt_by_host(measured, kubevirt, skipped):
     return out
 
 
-def _kubevirt_round(vm, index):
-    """A KubeVirt VM as a domain of round `index` (its usage then), or None
+def _kubevirt_round(vm, host, index):
+    """A KubeVirt VM's record in round `index` (its usage then), or None
     when Prometheus had no usage of it then."""
     usage_rounds = vm.get("usage_rounds") or []
     usage = usage_rounds[index] if index < len(usage_rounds) else None
     if not isinstance(usage, dict) or usage.get("cpus_used") is None:
         return None
-    return dict(vm, usage=usage, platform=KUBEVIRT)
+    return observed_vm(KUBEVIRT, host, vm, usage)
 
 
 def rounds(measured, nodes=None, kubevirt=None):
@@ -302,10 +240,8 @@ def rounds(measured, nodes=None, kubevirt=None):
         node = nodes_by_name.get(node_name)
         if node is not None:
             seen["node/%s" % node["name"]] = seen_of_node(node)
-        for domain in host_rounds[-1][1]:
-            seen["%s/%s" % (name, domain["name"])] = seen_of_domain(domain)
-        for vm in kubevirt_vms.get(name, []):
-            seen[vm_key(dict(vm, platform=KUBEVIRT))] = seen_of_domain(vm)
+        for vm in host_rounds[-1][1] + observed_vms(KUBEVIRT, name, kubevirt_vms.get(name)):
+            seen[vm["key"]] = vm["seen"]
     # Rounds line up by their index, so a host whose round failed sits that
     # round out and is decided at the times of the rounds it was measured in.
     last = max([r[-1][0] for r in per_host.values()] or [-1])
@@ -316,24 +252,20 @@ def rounds(measured, nodes=None, kubevirt=None):
             this = [r for r in host_rounds if r[0] == position]
             if not this:
                 continue
-            index, domains, pressure = this[0]
+            index, observed, pressure = this[0]
             measured_host = measured[name]
             previous = measured_host["pressure_rounds"][index - 1] if index > 0 else measured_host.get("pressure_start")
-            pool = shared_pool_cpus(domains, pressure.get("isolated_cpus"))
+            pool = shared_pool_cpus(observed, pressure.get("isolated_cpus"))
             hosts.append(host_input(name, pressure, nodes_by_name.get(measured_host.get("node")),
                                     measured_host.get("paused"), previous, pool))
-            vms.extend(vm_input(name, d, pool=pool) for d in domains
-                       if isinstance(d, dict) and d.get("active") and d.get("usage") and not d.get("failed"))
-            for vm in kubevirt_vms.get(name, []):
-                this_round = _kubevirt_round(vm, position)
-                if this_round is not None:
-                    vms.append(vm_input(name, this_round))
+            observed = observed + [_kubevirt_round(vm, name, position) for vm in kubevirt_vms.get(name, [])]
+            vms.extend(vm_input(vm, pool=pool) for vm in observed if vm and vm["active"] and vm["usage"])
         if hosts:
             out.append((position, hosts, vms))
     for name in sorted(per_host):
         for vm in kubevirt_vms.get(name, []):
-            if _kubevirt_round(vm, last) is None:
-                skipped.append({"host": vm_key(dict(vm, platform=KUBEVIRT)),
+            if _kubevirt_round(vm, name, last) is None:
+                skipped.append({"host": observed_vm(KUBEVIRT, name, vm)["key"],
                                 "reason": "Prometheus had no usage of it in the last round (round %d): nothing is "
                                           "planned for it (is virt-handler scraped, and the rate window at least twice "
                                           "the scrape interval?)" % (last + 1)})

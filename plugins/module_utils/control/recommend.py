@@ -39,13 +39,13 @@ def _carried(before, after, acted):
     return state
 
 
-def replay(measured, nodes, times, params=None, kubevirt=None):
-    """policy.decide over every round. times: the unix time of each round
-    (the last one is the plan's); kubevirt: the KubeVirt VMs with their
-    usage at those times (observe.rounds). Returns the last round's plan,
-    the rounds' actions (for the page), and what the plan saw of each object."""
+def replay(observed, times, params=None):
+    """policy.decide over every round of `observed` (observe.rounds: every
+    VM's record, whichever platform, round by round). times: the unix time
+    of each round (the last one is the plan's). Returns the last round's
+    plan, the rounds' actions (for the page), and what the plan saw of each
+    object."""
     params = policy.parameters(params)
-    observed = observe.rounds(measured, nodes, kubevirt)
     vm_states, node_states, history, last = {}, {}, [], None
     # What each object's state was when the run began, and is after its
     # last round: the difference is what to store on the object.
@@ -101,7 +101,7 @@ def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAUL
     whether they fail the run (`unmeasured`)."""
     # The share is checked before the replay: a bad one fails before any work.
     verdict = plans.unmeasured([], 0, max_unmeasured_share)
-    result = replay(measured, nodes, times, params, kubevirt)
+    result = replay(observe.rounds(measured, nodes, kubevirt), times, params)
     made = plans.make(result["last"], result["seen"], now, ttl_seconds)
     made.update(rounds=result["history"], skipped=result["skipped"],
                 unmeasured=plans.unmeasured(result["skipped"], len(measured), verdict["allowed_share"]),

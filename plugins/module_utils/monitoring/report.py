@@ -25,7 +25,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.record i
 from ansible_collections.overcommit.control.plugins.module_utils.domain import cpu
 from ansible_collections.overcommit.control.plugins.module_utils.domain import credits as credit_rules
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
-from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import PARAMETERS
+from ansible_collections.overcommit.control.plugins.module_utils.domain.observed import observed_vm
+from ansible_collections.overcommit.control.plugins.module_utils.domain.policy import KUBEVIRT, LIBVIRT, PARAMETERS, vm_key
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import BURSTABLE as BURSTABLE_CLASS
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
 
@@ -385,20 +386,27 @@ def _signals_text(signals):
                      for key, value in sorted((signals or {}).items()) if value is not None)
 
 
-def _kubevirt_series(plan, kubevirt):
-    """{namespace/name: {used, steal, caps}} of the KubeVirt VMs read at the
-    plan's round times, and those times."""
+def _series_by_object(plan, sections, kubevirt):
+    """{object: {used, steal, caps, times}}: what a plan's row plots for a
+    VM, keyed as the plan names it (domain.observed), whichever platform:
+    the hosts' libvirt domains over their rounds, and the KubeVirt VMs read
+    at the plan's round times."""
+    out = {}
+    for view in sections:
+        series = view.get("series")
+        for name, vm in sorted(((series or {}).get("vms") or {}).items()):
+            out[vm_key({"platform": LIBVIRT, "host": view["name"], "name": name})] = dict(vm, times=series["vm_times"])
     times = [r.get("time") for r in plan.get("rounds") or []]
     if isinstance(kubevirt, dict):
         kubevirt = kubevirt.get("vms")
-    out = {}
-    for vm in kubevirt or []:
-        usage = (vm.get("usage_rounds") or [])[:len(times)] if isinstance(vm, dict) else []
+    for reading in kubevirt or []:
+        usage = (reading.get("usage_rounds") or [])[:len(times)] if isinstance(reading, dict) else []
         if usage and len(usage) == len(times):
-            out[vm["name"]] = {"used": [_figure((u or {}).get("cpus_used")) for u in usage],
-                               "steal": [_figure((u or {}).get("steal_cpus")) for u in usage],
-                               "caps": [_figure(vm.get("cap_cpus"))] * len(times)}
-    return out, times
+            vm = observed_vm(KUBEVIRT, None, reading)
+            out[vm["key"]] = {"used": [_figure((u or {}).get("cpus_used")) for u in usage],
+                              "steal": [_figure((u or {}).get("steal_cpus")) for u in usage],
+                              "caps": [_figure(vm["cap_cpus"])] * len(times), "times": times}
+    return out
 
 
 def plan_rows(plan, sections, kubevirt=None):
@@ -407,18 +415,15 @@ def plan_rows(plan, sections, kubevirt=None):
     its cap and the planned one) or of its host's pressure (a node).
     kubevirt: kubevirt_vm_cpu_info's VMs read at the plan's round times."""
     views = dict((view["name"], view) for view in sections)
-    kubevirt_vms, round_times = _kubevirt_series(plan, kubevirt)
+    vm_series = _series_by_object(plan, sections, kubevirt)
     gate_at = (plan.get("parameters") or {}).get("gate_pressure", GATE_PRESSURE)
     rows = []
     for action in plan.get("actions") or []:
         series = (views.get(action.get("host")) or {}).get("series")
         chart = None
-        vm, times = None, None
-        if action.get("platform") == "kubevirt" and action.get("vm") in kubevirt_vms:
-            vm, times = kubevirt_vms[action["vm"]], round_times
-        elif action.get("platform") != "kubevirt" and series and action.get("vm") in series["vms"]:
-            vm, times = series["vms"][action["vm"]], series["vm_times"]
+        vm = vm_series.get(action["object"]) if action.get("vm") else None
         if vm is not None:
+            times = vm["times"]
             lines = [{"label": "CPUs used", "values": vm["used"], "colour": svg.colour(0)},
                      {"label": "steal", "values": vm["steal"], "colour": svg.colour(1)},
                      {"label": "cap", "values": vm["caps"], "colour": svg.colour(2), "dashed": True, "step": True}]

@@ -15,6 +15,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.common.record import unix_time
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.control import recommend
+from ansible_collections.overcommit.control.plugins.module_utils.domain import observed
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
 
@@ -29,6 +30,15 @@ def domain(name, used, steal, vcpus=2, klass="shared", cap=None, record=None, ac
         entry["usage"] = {"cpus_used": used, "steal_cpus": steal, "sample_seconds": 5.0}
     entry.update(extra)
     return entry
+
+
+def replay(measured, nodes, times, params=None, kubevirt=None):
+    return recommend.replay(observe.rounds(measured, nodes, kubevirt), times, params)
+
+
+def vm_input(reading, **options):
+    """A libvirt domain's record on hv-1, as the policy takes it."""
+    return observe.vm_input(observed.observed_vm("libvirt", "hv-1", reading), **options)
 
 
 def pressure(avg10, avg60, cpus=2):
@@ -99,23 +109,23 @@ def test_unix_time_reads_the_records_rfc3339_or_gives_none():
 
 def test_only_a_cap_a_plan_set_is_the_policys_own_state():
     planned = domain("a", 1, 0, cap=0.5, record={"time": "2023-11-14T22:13:20Z", "plan": "plan-1", "cpus": 0.5})
-    assert observe.vm_state(planned) == {"cap": 0.5, "rule": "contain", "capped_at": NOW, "changed_at": NOW}
+    assert observed.vm_state(planned) == {"cap": 0.5, "rule": "contain", "capped_at": NOW, "changed_at": NOW}
     # A throttle by hand (no plan in its record) is someone else's.
     by_hand = domain("a", 1, 0, cap=0.5, record={"time": "2023-11-14T22:13:20Z", "plan": None, "cpus": 0.5})
-    assert observe.vm_state(by_hand) == {}
+    assert observed.vm_state(by_hand) == {}
     # A plan's record whose cap is gone, or no record at all.
-    assert observe.vm_state(domain("a", 1, 0, cap=None, record={"plan": "plan-1"})) == {}
-    assert observe.vm_state(domain("a", 1, 0)) == {}
+    assert observed.vm_state(domain("a", 1, 0, cap=None, record={"plan": "plan-1"})) == {}
+    assert observed.vm_state(domain("a", 1, 0)) == {}
     # A record without a readable time: the cap, without since when.
-    assert observe.vm_state(domain("a", 1, 0, cap=0.5, record={"time": "?", "plan": "plan-1"})) == \
+    assert observed.vm_state(domain("a", 1, 0, cap=0.5, record={"time": "?", "plan": "plan-1"})) == \
         {"cap": 0.5, "rule": "contain"}
     # A weight a plan demoted, with no cap: the record's previous weight is what it was.
     weighted = domain("a", 1, 0, record={"time": "2023-11-14T22:13:20Z", "plan": "plan-1", "owns": ["cpu_shares"],
                                          "previous": {"live": {"cpu_shares": 1024}}}, live={"cpu_shares": 293})
-    assert observe.vm_state(weighted) == {"weight": 293, "weight_was": 1024, "rule": "contain", "capped_at": NOW,
-                                          "changed_at": NOW}
+    assert observed.vm_state(weighted) == {"weight": 293, "weight_was": 1024, "rule": "contain", "capped_at": NOW,
+                                           "changed_at": NOW}
     # Shares a hand throttle set are someone else's.
-    assert observe.vm_state(dict(weighted, throttle=dict(weighted["throttle"], plan=None))) == {}
+    assert observed.vm_state(dict(weighted, throttle=dict(weighted["throttle"], plan=None))) == {}
 
 
 def test_the_pools_load_is_read_from_its_own_cpus_not_the_whole_host():
@@ -154,36 +164,36 @@ def test_the_shared_pool_is_read_from_the_cpusets_less_the_isolated_cpus():
                domain("rt", 2, 0, klass="dedicated", cpus_allowed=[6, 7]),
                domain("db", 1, 0, klass="dedicated", cpus_allowed=[5]),
                domain("off", None, None, active=False, cpus_allowed=[8])]
-    pool = observe.shared_pool_cpus(domains, isolated=[0])
+    pool = observe.shared_pool_cpus(observed.observed_vms("libvirt", "hv-1", domains), isolated=[0])
     assert pool == {1, 2, 3, 4, 5}
     assert observe.host_input("hv-1", dict(pressure(1, 1, cpus=8)), pool=pool)["shared_cpus"] == 5
     # A dedicated VM whose cores are its own is out of the pool; one pinned inside it is in.
-    assert observe.vm_input("hv-1", domains[2], pool=pool)["in_shared_pool"] is False
-    assert observe.vm_input("hv-1", domains[3], pool=pool)["in_shared_pool"] is True
+    assert vm_input(domains[2], pool=pool)["in_shared_pool"] is False
+    assert vm_input(domains[3], pool=pool)["in_shared_pool"] is True
     # An older reader says nothing of cpusets: no pool is claimed.
-    assert observe.shared_pool_cpus([domain("web", 1, 0)]) is None
+    assert observe.shared_pool_cpus([observed.observed_vm("libvirt", "hv-1", domain("web", 1, 0))]) is None
 
 
 def test_a_vm_is_weighted_as_its_host_schedules_it():
     # libvirt's live cpu_shares (the default 1024 whatever the vCPUs, or what an operator set).
-    assert observe.vm_input("hv-1", domain("a", 1, 0, vcpus=4, live={"cpu_shares": 1024}))["weight"] == 1024
-    assert observe.vm_input("hv-1", domain("a", 1, 0, live={"cpu_shares": 256}))["weight"] == 256
+    assert vm_input(domain("a", 1, 0, vcpus=4, live={"cpu_shares": 1024}))["weight"] == 1024
+    assert vm_input(domain("a", 1, 0, live={"cpu_shares": 256}))["weight"] == 256
     # A KubeVirt launcher's CPU request, in the shares the kubelet gives it.
-    assert observe.vm_input("node-a", domain("ns/vm", 1, 0, platform="kubevirt", cpu_request=0.25))["weight"] == 256
+    assert observe.vm_input(observed.observed_vm("kubevirt", "node-a", domain("ns/vm", 1, 0, cpu_request=0.25)))["weight"] == 256
     # Unknown (shut-off definition, no live tuning): no weight, the policy weights by vCPUs.
-    assert "weight" not in observe.vm_input("hv-1", domain("a", 1, 0, live=None))
-    assert "weight" not in observe.vm_input("hv-1", domain("a", 1, 0, live={"cpu_shares": 0}))
+    assert "weight" not in vm_input(domain("a", 1, 0, live=None))
+    assert "weight" not in vm_input(domain("a", 1, 0, live={"cpu_shares": 0}))
 
 
 def test_a_burstable_vm_without_a_baseline_gets_the_floor_share_of_its_vcpus():
-    vm = observe.vm_input("hv-1", domain("b", 1, 0, vcpus=4, klass="burstable"))
+    vm = vm_input(domain("b", 1, 0, vcpus=4, klass="burstable"))
     assert vm["baseline_cpus"] == 4 * DEFAULT_FLOOR_FRACTION
     assert vm["host"] == "hv-1" and vm["policy"] == {}
-    assert observe.vm_input("hv-1", domain("b", 1, 0, vcpus=4, klass="burstable", baseline_cpus=1.5))["baseline_cpus"] == 1.5
-    assert "baseline_cpus" not in observe.vm_input("hv-1", domain("s", 1, 0))
+    assert vm_input(domain("b", 1, 0, vcpus=4, klass="burstable", baseline_cpus=1.5))["baseline_cpus"] == 1.5
+    assert "baseline_cpus" not in vm_input(domain("s", 1, 0))
     # A state kept on the object is kept, and completed by a plan's cap it does not know of.
     kept = domain("c", 1, 0, cap=0.5, record={"plan": "plan-1"}, policy={"hist": "11"})
-    assert observe.vm_input("hv-1", kept)["policy"] == {"hist": "11", "cap": 0.5, "rule": "contain"}
+    assert vm_input(kept)["policy"] == {"hist": "11", "cap": 0.5, "rule": "contain"}
 
 
 def test_rounds_skip_hosts_not_measured_or_whose_rounds_all_failed_saying_why():
@@ -282,7 +292,7 @@ def test_a_share_of_unmeasured_hosts_outside_0_to_1_is_refused_naming_it(share):
 # ---------------------------------------------------------------- recommend: the replay
 
 def test_the_replay_throttles_only_the_shared_culprit_and_gates_the_pressured_node():
-    result = recommend.replay({"hv-1": measured()}, k8s_nodes(4), TIMES)
+    result = replay({"hv-1": measured()}, k8s_nodes(4), TIMES)
     plan = result["last"]
     assert [(a["action"], a["object"], a["rule"]) for a in plan["actions"]] == [
         ("gate", "node/worker-1", "gate_pressure"), ("throttle", "hv-1/noisy", "contain")]
@@ -302,7 +312,7 @@ def test_the_replay_throttles_only_the_shared_culprit_and_gates_the_pressured_no
 
 
 def test_a_rounds_proposed_cap_does_not_leak_into_the_next_rounds_state():
-    result = recommend.replay({"hv-1": measured()}, k8s_nodes(4), TIMES)
+    result = replay({"hv-1": measured()}, k8s_nodes(4), TIMES)
     # Carried: measured state only (trigger history, credits), never the cap.
     for round_ in result["history"]:
         assert {"action": "throttle", "object": "hv-1/noisy", "cpus": 0.25, "rule": "contain"} in round_["actions"]
@@ -311,12 +321,12 @@ def test_a_rounds_proposed_cap_does_not_leak_into_the_next_rounds_state():
 
 def test_the_gate_is_deferred_when_the_fleet_has_no_slot_for_it():
     # Severe pressure: a hard gate, which the fleet share bounds (a soft one closes nothing).
-    plan = recommend.replay({"hv-1": measured(avg10=90.0, avg60=60.0, node="worker-1")}, k8s_nodes(1), TIMES)["last"]
+    plan = replay({"hv-1": measured(avg10=90.0, avg60=60.0, node="worker-1")}, k8s_nodes(1), TIMES)["last"]
     assert [a["object"] for a in plan["actions"]] == ["hv-1/noisy"]
     assert [(d["object"], d["deferred"]) for d in plan["deferred"]] == [
         ("node/worker-1", "max_gated_share=0.25 allows 0 of 1 nodes gated at once and 0 are")]
     # A node already gated elsewhere takes the one slot of four.
-    plan = recommend.replay({"hv-1": measured(avg10=90.0, avg60=60.0)}, k8s_nodes(4, gated=("worker-4",)), TIMES)["last"]
+    plan = replay({"hv-1": measured(avg10=90.0, avg60=60.0)}, k8s_nodes(4, gated=("worker-4",)), TIMES)["last"]
     assert [d["object"] for d in plan["deferred"]] == ["node/worker-1"]
 
 
@@ -324,7 +334,7 @@ def test_a_calm_host_gets_no_action():
     def calm():
         return [domain("a", 0.3, 0.0), domain("b", 0.2, 0.0)]
 
-    result = recommend.replay({"hv-1": measured(avg10=1.0, avg60=1.0, domains=calm)}, k8s_nodes(4), TIMES)
+    result = replay({"hv-1": measured(avg10=1.0, avg60=1.0, domains=calm)}, k8s_nodes(4), TIMES)
     assert result["last"]["actions"] == [] and all(r["actions"] == [] for r in result["history"])
 
 
@@ -402,7 +412,7 @@ def test_a_restore_proposed_in_an_early_round_is_proposed_again_in_the_last():
     stored = {"cap": 0.95, "rule": "contain", "capped_at": NOW - 600, "changed_at": NOW - 300,
               "direction": "loosen", "calm_since": NOW - 120}
     params = {"relax_calm_seconds": 5, "cooldown_seconds": 5, "relax_step_share": 0.3, "pressure_relax": 100.0}
-    result = recommend.replay({"hv-1": measured(domains=calm_capped_domains(stored), node=None)}, None, TIMES, params)
+    result = replay({"hv-1": measured(domains=calm_capped_domains(stored), node=None)}, None, TIMES, params)
     assert [[a["action"] for a in r["actions"]] for r in result["history"]] == [["restore"]] * 3
     assert result["last"]["state"]["vms"]["hv-1/noisy"] == {"restored_at": NOW}
 
@@ -410,7 +420,7 @@ def test_a_restore_proposed_in_an_early_round_is_proposed_again_in_the_last():
 def test_the_plans_state_is_what_each_object_ends_the_run_with():
     """A victim whose trigger history grew in the early rounds is stored
     even when the last round changed nothing of it."""
-    result = recommend.replay({"hv-1": measured(node=None)}, None, TIMES)
+    result = replay({"hv-1": measured(node=None)}, None, TIMES)
     states = result["last"]["state"]["vms"]
     assert states["hv-1/victim-1"]["hist"] == "111" and states["hv-1/victim-2"]["hist"] == "111"
     assert states["hv-1/noisy"]["cap"] == 0.25 and states["hv-1/noisy"]["rule"] == "contain"
@@ -420,12 +430,12 @@ def test_the_plans_state_is_what_each_object_ends_the_run_with():
 def test_a_cap_an_approved_plan_set_after_the_last_cycle_is_the_policys_own():
     record = {"time": "2023-11-14T22:00:00Z", "plan": "plan-approved", "cpus": 0.5}
     capped = domain("web", 0.1, 0.0, vcpus=1, cap=0.5, record=record, policy={"hist": "10"})
-    policy_state = observe.vm_input("hv-1", capped)["policy"]
+    policy_state = vm_input(capped)["policy"]
     assert policy_state["cap"] == 0.5 and policy_state["rule"] == "contain" and policy_state["hist"] == "10"
     by_hand = domain("web", 0.1, 0.0, vcpus=1, cap=0.5, record=dict(record, plan=None), policy={"hist": "10"})
-    assert observe.vm_input("hv-1", by_hand)["policy"] == {"hist": "10"}
+    assert vm_input(by_hand)["policy"] == {"hist": "10"}
     stored = {"cap": 0.75, "rule": "contain", "direction": "loosen"}
-    assert observe.vm_input("hv-1", domain("web", 0.1, 0.0, vcpus=1, cap=0.75, record=record, policy=stored))[
+    assert vm_input(domain("web", 0.1, 0.0, vcpus=1, cap=0.75, record=record, policy=stored))[
         "policy"] == stored
 
 
@@ -442,7 +452,7 @@ def test_a_round_where_one_domain_could_not_be_read_still_decides_about_the_othe
     host = measured(domains=with_one_unreadable)
     for vms in host["vm_rounds"]:
         vms.update(failed=True, msg="1 of 5 failed: restarting: Failed to create v2 cgroup")
-    result = recommend.replay({"hv-1": host}, k8s_nodes(4), TIMES)
+    result = replay({"hv-1": host}, k8s_nodes(4), TIMES)
     assert ("throttle", "hv-1/noisy") in [(a["action"], a["object"]) for a in result["last"]["actions"]]
     assert "hv-1/restarting" not in result["seen"]
     # A round where nothing could be read decides nothing.

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.overcommit.control.plugins.filter.plan import plan_review
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe, recommend
+from ansible_collections.overcommit.control.plugins.module_utils.domain import observed
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.k8s import metadata
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.brake import (
@@ -45,7 +46,7 @@ def kubevirt_vm(name="tenant-a/noisy", node="worker-1", used=0.67, steal=0.33, r
 
 
 def test_a_kubevirt_vm_joins_the_host_of_its_node_and_is_contained_there():
-    result = recommend.replay({"hv-1": host()}, None, TIMES, kubevirt={"vms": [kubevirt_vm()]})
+    result = recommend.replay(observe.rounds({"hv-1": host()}, None, {"vms": [kubevirt_vm()]}), TIMES)
     actions = result["last"]["actions"]
     assert [(a["action"], a["object"], a.get("platform"), a["vm"], a["host"]) for a in actions] == [
         ("throttle", "kubevirt/tenant-a/noisy", "kubevirt", "tenant-a/noisy", "hv-1")]
@@ -148,8 +149,8 @@ def test_a_state_is_written_only_when_it_differs():
 
 def test_no_cap_goes_under_the_launchers_cpu_request():
     # The policy's floor for a 1 vCPU shared VM is 0.1 CPU; Kubernetes refuses a limit under the request.
-    plan = recommend.replay({"hv-1": host()}, None, TIMES, {"floor_fraction": 0.1},
-                            kubevirt=[kubevirt_vm(cpu_request=0.4)])["last"]
+    plan = recommend.replay(observe.rounds({"hv-1": host()}, None, [kubevirt_vm(cpu_request=0.4)]), TIMES,
+                            {"floor_fraction": 0.1})["last"]
     (throttle,) = plan["actions"]
     assert throttle["cpus"] >= 0.4 and throttle["signals"]["floor_cpus"] == 0.4
 
@@ -164,7 +165,7 @@ def test_a_vm_without_usage_in_the_last_round_is_named_as_not_planned():
 
 def test_kubevirt_vms_that_could_not_be_read_are_named_and_the_rest_is_decided():
     failed = {"failed": True, "msg": "cannot reach Prometheus at http://prometheus:9090: connection refused", "vms": []}
-    result = recommend.replay({"hv-1": host()}, None, TIMES, kubevirt=failed)
+    result = recommend.replay(observe.rounds({"hv-1": host()}, None, failed), TIMES)
     assert {"host": "kubevirt", "reason": "the KubeVirt VMs could not be read: cannot reach Prometheus at "
                                           "http://prometheus:9090: connection refused"} in result["skipped"]
 
@@ -175,10 +176,10 @@ def test_a_weight_an_approved_plan_demoted_on_a_kubevirt_vm_is_the_policys_own_w
     request (a cap only, or nothing of ours) no weight is claimed."""
     demoted = {"platform": "kubevirt", "cap_cpus": None, "cpu_request": 0.121, "desired_request": "121m",
                "previous_cpu_request": 0.3, "throttle": {"plan": "plan-1", "time": "2026-01-05T10:00:00Z"}}
-    state = observe.vm_state(demoted)
+    state = observed.vm_state(demoted, "kubevirt")
     assert (state["weight"], state["weight_was"], state["rule"]) == (123.904, 307.2, "contain")
-    assert observe.vm_state(dict(demoted, desired_request=None)) == {}
-    assert "weight" not in observe.vm_state(dict(demoted, desired_request=None, cap_cpus=1.0))
+    assert observed.vm_state(dict(demoted, desired_request=None), "kubevirt") == {}
+    assert "weight" not in observed.vm_state(dict(demoted, desired_request=None, cap_cpus=1.0), "kubevirt")
 
 
 def test_a_migrated_vms_demoted_weight_is_judged_by_the_request_the_brake_keeps():
@@ -186,5 +187,5 @@ def test_a_migrated_vms_demoted_weight_is_judged_by_the_request_the_brake_keeps(
     until the reconcile demotes it again: the policy judges the weight it
     set, as it judges a cap by the desired cap, not someone else's change."""
     migrated = {"platform": "kubevirt", "cpu_request": 0.3, "desired_cpu_request": 0.121}
-    assert observe.cpu_weight(migrated) == 123.904
-    assert observe.cpu_weight(dict(migrated, desired_cpu_request=None)) == 307.2
+    assert observed.cpu_weight(migrated) == 123.904
+    assert observed.cpu_weight(dict(migrated, desired_cpu_request=None)) == 307.2
