@@ -33,6 +33,9 @@ NEEDS_VM_STATE = True
 
 
 def contain(cycle, host, vms, states, ents, victims, idle):
+    """One host's containment: the culprits, the weight rung, then a cap
+    for the fluid need or a step while victims wait although the load
+    fits; every cycle that brakes nothing says why."""
     params = cycle.params
     cpus = host["pool"]
     names = [v["name"] for v in victims]
@@ -43,47 +46,14 @@ def contain(cycle, host, vms, states, ents, victims, idle):
                             "note": "%s wait for CPU but %.2f of the %g CPUs of the shared pool are idle: nothing "
                             "throttled" % (", ".join(names), idle, cpus)})
         return
-    candidates = []
-    for vm in vms:
-        state = states[vm["key"]]
-        if vm["class"] == DEDICATED or vm["key"] in cycle.claimed:
-            continue
-        if vm["cap"] is not None and not cycle.ours(vm, state):
-            continue
-        want, ent = wanted(vm), ents[vm["key"]]
-        usual = trusted_usual(state, cycle.now, params)
-        if is_culprit(vm, want, ent, params, usual, trusted_usual(state, cycle.now, params, settled=True)):
-            age = None if vm.get("started_at") is None else cycle.now - vm["started_at"]
-            if age is not None and age < params["culprit_min_age_seconds"]:
-                cycle.notes.append({"object": vm["key"], "rule": "contain",
-                                    "note": "wants %.2f CPUs, entitled to %.2f, but started %d s ago: not judged a "
-                                    "culprit before culprit_min_age_seconds (%g; a booting guest burns its CPUs)"
-                                    % (want, ent, max(0, int(age)), params["culprit_min_age_seconds"])})
-                continue
-            if surges(want, usual, params):
-                # Judged by its own history: its fair bound is what it
-                # may want without surging, if that is under its due.
-                cycle.surging[vm["key"]] = (usual, ent)
-                ent = min(ent, params["surge_ratio"] * usual)
-            candidates.append((want - ent, vm, want, ent))
-    candidates.sort(key=lambda item: (-item[0], item[1]["key"]))
+    candidates = _culprits(cycle, vms, states, ents)
     # The biggest culprit and those whose excess is comparable to it are
     # peers: a waiting peer is no victim. Only victims outside them
     # justify a cut.
     peers = set(item[1]["key"] for item in candidates if item[0] >= params["culprit_peer_share"] * candidates[0][0]) \
         if candidates else set()
     if not candidates or not [v for v in victims if v["key"] not in peers]:
-        cycle.notes.append({"object": host["name"], "rule": "contain",
-                            "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
-                            "nothing throttled" % (", ".join(names), params["culprit_ratio"])})
-        waiting = [v for v in victims if v["class"] != DEDICATED]
-        if not candidates and waiting:
-            # Overload with no culprit: no brake is fair; the answer is
-            # fewer VMs here (the gate) or one moved away.
-            biggest = max(waiting, key=lambda v: (wanted(v), v["key"]))
-            load = sum(wanted(vm) for vm in pool_vms(vms))
-            cycle.movable = (biggest["key"], "its host is overloaded with no culprit: the pool's VMs want %.2f of "
-                             "%g CPUs" % (load, cpus))
+        _no_culprit(cycle, host, vms, victims, bool(candidates))
         return
     # Culprits that may be braked, biggest excess first: the peers, then
     # smaller culprits that do not wait themselves (a victim that also
@@ -119,18 +89,7 @@ def contain(cycle, host, vms, states, ents, victims, idle):
         targets = stepped = _steps(cycle, cut, idle, cpus) if waiting_now else {}
         need = 0.0
         if not targets:
-            if not waiting_now:
-                why = "no victim waits this cycle"
-            elif not params["quota_cut_share"]:
-                why = "quota_cut_share is 0, a cap answers only the fluid need"
-            elif idle + params["min_change_cpus"] > params["idle_guard_share"] * cpus:
-                why = "%.2f CPUs of the pool are idle already, near the idle guard's %.2f" % (
-                    idle, params["idle_guard_share"] * cpus)
-            elif all(min(want, vm["cap"] if vm["cap"] is not None else want) - floor_of(vm, params)
-                     < params["min_change_cpus"] for _excess, vm, want, _ent in cut if vm["key"] not in cycle.claimed):
-                why = "every culprit is at its floor or braked this cycle"
-            else:
-                why = "no culprit's step changes its cap by min_change_cpus (%g)" % params["min_change_cpus"]
+            why = _why_no_step(cycle, cut, idle, cpus, waiting_now)
             cycle.notes.append({"object": host["name"], "rule": "contain",
                                 "note": "%s wait for CPU beside culprits (%s) while the pool's load (%.2f of %g "
                                 "CPUs less headroom) fits: %s; nothing throttled" % (
@@ -139,6 +98,84 @@ def contain(cycle, host, vms, states, ents, victims, idle):
                 cycle.movable = (cut[0][1]["key"], "victims wait with every culprit at its floor while the "
                                  "pool's load fits")
             return
+    _propose_caps(cycle, host, states, cut, targets, stepped, names, signals, load)
+    if need >= params["min_change_cpus"]:
+        cycle.notes.append({"object": host["name"], "rule": "contain",
+                            "note": "culprits at their floors: %.2f CPUs of contention remain" % need})
+        _excess, vm, want, _ent = cut[0]
+        cycle.movable = (vm["key"], "victims wait with every culprit at its floor: %.2f CPUs of contention remain "
+                         "on its host" % need)
+
+
+def _culprits(cycle, vms, states, ents):
+    """[(excess, vm, want, entitlement)] of the VMs judged culprits this
+    cycle, biggest excess first; a VM judged by its own history (a surge)
+    gets the bound it may want without surging."""
+    params = cycle.params
+    candidates = []
+    for vm in vms:
+        state = states[vm["key"]]
+        if vm["class"] == DEDICATED or vm["key"] in cycle.claimed:
+            continue
+        if vm["cap"] is not None and not cycle.ours(vm, state):
+            continue
+        want, ent = wanted(vm), ents[vm["key"]]
+        usual = trusted_usual(state, cycle.now, params)
+        if not is_culprit(vm, want, ent, params, usual, trusted_usual(state, cycle.now, params, settled=True)):
+            continue
+        age = None if vm.get("started_at") is None else cycle.now - vm["started_at"]
+        if age is not None and age < params["culprit_min_age_seconds"]:
+            cycle.notes.append({"object": vm["key"], "rule": "contain",
+                                "note": "wants %.2f CPUs, entitled to %.2f, but started %d s ago: not judged a "
+                                "culprit before culprit_min_age_seconds (%g; a booting guest burns its CPUs)"
+                                % (want, ent, max(0, int(age)), params["culprit_min_age_seconds"])})
+            continue
+        if surges(want, usual, params):
+            # Judged by its own history: its fair bound is what it
+            # may want without surging, if that is under its due.
+            cycle.surging[vm["key"]] = (usual, ent)
+            ent = min(ent, params["surge_ratio"] * usual)
+        candidates.append((want - ent, vm, want, ent))
+    return sorted(candidates, key=lambda item: (-item[0], item[1]["key"]))
+
+
+def _no_culprit(cycle, host, vms, victims, any_culprit):
+    """Victims wait and no VM (or only the victims' peers) is a culprit:
+    nothing is braked; an overload with no culprit names a VM to move."""
+    names = ", ".join(v["name"] for v in victims)
+    cycle.notes.append({"object": host["name"], "rule": "contain",
+                        "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
+                        "nothing throttled" % (names, cycle.params["culprit_ratio"])})
+    waiting = [v for v in victims if v["class"] != DEDICATED]
+    if not any_culprit and waiting:
+        # Overload with no culprit: no brake is fair; the answer is
+        # fewer VMs here (the gate) or one moved away.
+        biggest = max(waiting, key=lambda v: (wanted(v), v["key"]))
+        load = sum(wanted(vm) for vm in pool_vms(vms))
+        cycle.movable = (biggest["key"], "its host is overloaded with no culprit: the pool's VMs want %.2f of "
+                         "%g CPUs" % (load, host["pool"]))
+
+
+def _why_no_step(cycle, cut, idle, cpus, waiting_now):
+    """Why no culprit's cap is stepped while the pool's load fits."""
+    params = cycle.params
+    if not waiting_now:
+        return "no victim waits this cycle"
+    if not params["quota_cut_share"]:
+        return "quota_cut_share is 0, a cap answers only the fluid need"
+    if idle + params["min_change_cpus"] > params["idle_guard_share"] * cpus:
+        return "%.2f CPUs of the pool are idle already, near the idle guard's %.2f" % (
+            idle, params["idle_guard_share"] * cpus)
+    if all(min(want, vm["cap"] if vm["cap"] is not None else want) - floor_of(vm, params)
+           < params["min_change_cpus"] for _excess, vm, want, _ent in cut if vm["key"] not in cycle.claimed):
+        return "every culprit is at its floor or braked this cycle"
+    return "no culprit's step changes its cap by min_change_cpus (%g)" % params["min_change_cpus"]
+
+
+def _propose_caps(cycle, host, states, cut, targets, stepped, names, signals, load):
+    """A throttle for each culprit with a target, its reason naming the
+    victims and how the cap was found; a note for each one left as it is."""
+    params, cpus = cycle.params, host["pool"]
     for _excess, vm, want, ent in cut:
         if vm["key"] not in targets:
             if vm["key"] not in cycle.claimed:
@@ -164,12 +201,6 @@ def contain(cycle, host, vms, states, ents, victims, idle):
             vm_signals.update(entitled_cpus=round(entitled, 3), usual_cpus=usual, surge_bound_cpus=round(ent, 3))
         cycle.propose("throttle", host, vm, target, "contain", reason, vm_signals,
                       state=cycle.capped(states[vm["key"]], target, "contain"), priority=want - ent)
-    if need >= params["min_change_cpus"]:
-        cycle.notes.append({"object": host["name"], "rule": "contain",
-                            "note": "culprits at their floors: %.2f CPUs of contention remain" % need})
-        _excess, vm, want, _ent = cut[0]
-        cycle.movable = (vm["key"], "victims wait with every culprit at its floor: %.2f CPUs of contention remain "
-                         "on its host" % need)
 
 
 def _steps(cycle, cut, idle, cpus):
