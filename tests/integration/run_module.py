@@ -34,13 +34,19 @@ def run_role(role, variables, entry_point="main", host="localhost", check=False,
     return run_task(task, host, check=check, env=env)
 
 
+def inventory_options(inventory):
+    """-i for the inventory, or for each of a list of them (the lab's and
+    its fleet's, which together make one inventory)."""
+    return [option for path in ([inventory] if isinstance(inventory, str) else inventory) for option in ("-i", path)]
+
+
 def run_task(task, host="localhost", check=False, diff=False, env=None, inventory=INVENTORY):
     """The result of the first task of a one-play playbook running `task` on `host` of `inventory`."""
     play = [{"hosts": host, "gather_facts": False, "tasks": [task]}]
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
         yaml.safe_dump(play, handle)
         playbook = handle.name
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook]
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")] + inventory_options(inventory) + [playbook]
     if check:
         command.append("--check")
     if diff:
@@ -60,11 +66,13 @@ def run_task(task, host="localhost", check=False, diff=False, env=None, inventor
             completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
 
 
-def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT, inventory=INVENTORY):
+def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT, inventory=INVENTORY,
+                 options=()):
     """ansible-playbook of one of the collection's playbooks on the lab
-    inventory (or `inventory`), as an operator runs it (default output, no -v)."""
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-               os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
+    inventory (or `inventory`), as an operator runs it (default output, no -v),
+    with its command-line `options` (--check, --diff)."""
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")] + inventory_options(inventory) + [
+        os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)] + list(options)
     run_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
     run_env.update(env or {})
     return playbook_forkserver.run(command, env=run_env, timeout=timeout)

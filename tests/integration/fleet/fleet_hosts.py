@@ -17,7 +17,7 @@ class FleetHost:
             raise AssertionError("the lab's fleet is not up (%s is missing): tests/testbed/lab up fleet"
                                  % self.inventory)
         with open(self.inventory) as handle:
-            hosts = yaml.safe_load(handle)["hypervisors"]["hosts"]
+            hosts = yaml.safe_load(handle)["hypervisors"]["children"]["fleet"]["hosts"]
         self.port = hosts[name]["ansible_port"]
         self.key, self.known_hosts = lab["OVERCOMMIT_FLEET_SSH_KEY"], lab["OVERCOMMIT_FLEET_KNOWN_HOSTS"]
         self.started = {}
