@@ -108,6 +108,9 @@ def test_two_hosts_loop_at_once_each_braking_its_own_culprit_and_undo_all_gives_
 
         for name, host in fleet.items():
             summaries = summaries_in(cycle_dirs[name])
+            # Everything a cycle reads, ocadmin could read: no host or VM left unmeasured.
+            assert all(summary["unmeasured"]["count"] == 0 for summary in summaries), [
+                summary["unmeasured"] for summary in summaries]
             # Each host's cycles acted on its culprit alone: no object of the other host, nor its victim.
             acted = [action["object"] for summary in summaries for action in summary["actions"]]
             assert acted and set(acted) == {"%s/%s" % (name, culprit_of(name))}, (name, [s["lines"] for s in summaries])
