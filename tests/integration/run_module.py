@@ -5,6 +5,7 @@ bounded in time."""
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -66,13 +67,28 @@ def run_task(task, host="localhost", check=False, diff=False, env=None, inventor
             completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
 
 
-def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT, inventory=INVENTORY,
-                 options=()):
-    """ansible-playbook of one of the collection's playbooks on the lab
-    inventory (or `inventory`), as an operator runs it (default output, no -v),
-    with its command-line `options` (--check, --diff)."""
+def _playbook_command(playbook, extra_vars, env, inventory, options):
+    """The command line and environment of one of the collection's playbooks,
+    as an operator runs it (default output, no -v)."""
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")] + inventory_options(inventory) + [
         os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)] + list(options)
     run_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
     run_env.update(env or {})
+    return command, run_env
+
+
+def run_playbook(playbook, extra_vars, env=None, timeout=playbook_forkserver.DEFAULT_TIMEOUT, inventory=INVENTORY,
+                 options=()):
+    """ansible-playbook of one of the collection's playbooks on the lab
+    inventory (or `inventory`), with its command-line `options` (--check,
+    --diff); waits for it."""
+    command, run_env = _playbook_command(playbook, extra_vars, env, inventory, options)
     return playbook_forkserver.run(command, env=run_env, timeout=timeout)
+
+
+def start_playbook(playbook, extra_vars, env=None, inventory=INVENTORY):
+    """The same as run_playbook, started and not waited for (several at
+    once, as rulebooks start cycles): a Popen whose stdout holds the output."""
+    command, run_env = _playbook_command(playbook, extra_vars, env, inventory, ())
+    return subprocess.Popen(command, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True)

@@ -20,17 +20,13 @@ doing, with its one vCPU as fast as the machine leaves it. The policy's times
 are shortened as in the lab's own loop tests, and the guests, started a
 moment before, are judged at once (culprit_min_age_seconds 0)."""
 
-import json
-import os
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 from cycle_summary import summaries_in
 from fleet_hosts import FleetHost, rates
-from run_module import ROOT, inventory_options, run_module
+from run_module import run_module, run_playbook, start_playbook
 
 HOSTS = ("oc-lab-hv-1", "oc-lab-hv-2")
 MEASURED = "oc-lab-hv-1"  # the host whose guests' wait is measured before and after
@@ -48,13 +44,6 @@ def culprit_of(host):
 
 def victim_of(host):
     return "oc-hv%s-busy-1" % host[-1]
-
-
-def ansible_playbook(lab, playbook, extra):
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")] + inventory_options(
-        lab["OVERCOMMIT_FLEET_INVENTORY"]) + [os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra)]
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
 
 
 def applied(cycle_dir):
@@ -97,9 +86,9 @@ def test_two_hosts_loop_at_once_each_braking_its_own_culprit_and_undo_all_gives_
 
         cycle_dirs = dict((name, str(tmp_path / name)) for name in HOSTS)
         for _round in range(ROUNDS):
-            running = dict((name, ansible_playbook(lab, "closed_loop.yml", {
-                "cycle_hosts": name, "samples": 2, "interval": 2, "policy": POLICY, "cycle_dir": cycle_dirs[name]}))
-                for name in HOSTS if not applied(cycle_dirs[name]))
+            running = dict((name, start_playbook("closed_loop.yml", {
+                "cycle_hosts": name, "samples": 2, "interval": 2, "policy": POLICY, "cycle_dir": cycle_dirs[name]},
+                inventory=lab["OVERCOMMIT_FLEET_INVENTORY"])) for name in HOSTS if not applied(cycle_dirs[name]))
             if not running:
                 break
             for name, process in running.items():
@@ -132,9 +121,8 @@ def test_two_hosts_loop_at_once_each_braking_its_own_culprit_and_undo_all_gives_
         assert braked[victim]["psi_some"] < 0.85 * contended[victim]["psi_some"], (contended, braked)
         assert braked[victim]["cpu"] > contended[victim]["cpu"], (contended, braked)
 
-        undone = ansible_playbook(lab, "undo_all.yml", {"reason": "fleet loop test"})
-        output = undone.communicate(timeout=600)[0]
-        assert undone.returncode == 0, output[-4000:]
+        undone = run_playbook("undo_all.yml", {"reason": "fleet loop test"}, inventory=lab["OVERCOMMIT_FLEET_INVENTORY"])
+        assert undone.returncode == 0, undone.stdout[-4000:]
         # Exact on both hosts: live tuning and stored definitions as before the loop (no record, no state),
         # and the kernel's files as they were.
         for name, host in fleet.items():
