@@ -5,8 +5,16 @@ host's libvirtd and cgroups directly, not through the collection."""
 import os
 import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import yaml
+
+
+MARK = "----8<---- virsh output ----"
+
+
+def _virsh_command(args):
+    return "virsh -c qemu:///system " + " ".join(shlex.quote(arg) for arg in args)
 
 
 class FleetHost:
@@ -32,33 +40,56 @@ class FleetHost:
         return done.stdout
 
     def virsh(self, *args):
-        return self.ssh("virsh -c qemu:///system " + " ".join(shlex.quote(arg) for arg in args))
+        return self.ssh(_virsh_command(args))
 
-    def start(self, guest):
-        """Starts the guest for the test; its definition as it was is put
-        back by reset_guests."""
-        if guest not in self.started:
-            self.started[guest] = self.virsh("dumpxml", "--inactive", guest)
-        if self.virsh("domstate", guest).strip() != "running":
-            self.virsh("start", guest)
+    def virsh_each(self, *commands):
+        """Several virsh commands in one SSH login (each login costs seconds on
+        a host under TCG), their outputs in order; any failing fails."""
+        script = "set -e\n" + "".join("echo %s\n%s\n" % (shlex.quote(MARK), _virsh_command(args)) for args in commands)
+        return self.ssh(script).split(MARK + "\n")[1:]
+
+    def definitions(self, *guests):
+        """{guest: (live schedinfo, stored definition)}: what a test compares
+        before and after."""
+        outputs = self.virsh_each(*[command for guest in guests
+                                    for command in (("schedinfo", guest), ("dumpxml", "--inactive", guest))])
+        return dict((guest, (outputs[2 * index], outputs[2 * index + 1])) for index, guest in enumerate(guests))
+
+    def start(self, *guests):
+        """Starts the guests for the test (those not running) and returns
+        their definitions() once running; reset_guests puts their stored
+        definitions back (a start leaves those as they were)."""
+        self.ssh("".join("virsh -q -c qemu:///system domstate %s | grep -qx running || "
+                         "virsh -q -c qemu:///system start %s >/dev/null\n" % ((shlex.quote(guest),) * 2)
+                         for guest in guests))
+        running = self.definitions(*guests)
+        for guest, (_schedinfo, definition) in running.items():
+            self.started.setdefault(guest, definition)
+        return running
 
     def reset_guests(self):
         """Shuts off what the test started, defined again as it was before
         (no tuning or throttle record the test left)."""
-        for guest, xml in self.started.items():
-            self.ssh("virsh -q -c qemu:///system destroy %s" % shlex.quote(guest), check=False)
-            self.ssh("virsh -q -c qemu:///system define /dev/stdin <<'XML'\n%sXML" % xml)
+        if self.started:
+            self.ssh("".join("virsh -q -c qemu:///system destroy %s >/dev/null 2>&1\n"
+                             "virsh -q -c qemu:///system define /dev/stdin >/dev/null <<'XML'\n%sXML\n"
+                             % (shlex.quote(guest), xml) for guest, xml in self.started.items()))
+            self.started = {}
 
-    def cgroup(self, guest):
-        """The guest's own cgroup (the `libvirt` folder under its machine
+    def cgroups(self, *guests):
+        """{guest: its own cgroup} (the `libvirt` folder under its machine
         scope, which holds its vCPU threads and emulator), from where the
         kernel puts QEMU's process."""
-        pid = self.ssh("cat /run/libvirt/qemu/%s.pid" % shlex.quote(guest)).strip()
-        path = self.ssh("cat /proc/%s/cgroup" % pid).strip().split("::", 1)[1]
-        return "/sys/fs/cgroup" + os.path.dirname(path)
+        lines = self.ssh("".join("cut -d: -f3- /proc/$(cat /run/libvirt/qemu/%s.pid)/cgroup\n" % shlex.quote(guest)
+                                 for guest in guests)).split()
+        return dict((guest, "/sys/fs/cgroup" + os.path.dirname(line)) for guest, line in zip(guests, lines))
 
-    def read(self, path):
-        return self.ssh("cat %s" % shlex.quote(path)).strip()
+
+def on_each(hosts, call):
+    """{host name: call(host)} for every host at once: each waits on its own
+    SSH logins and the hosts' own CPUs."""
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        return dict(zip([host.name for host in hosts], pool.map(call, hosts)))
 
 
 # One snapshot of each cgroup, read on the host by `cat` alone (a virsh or a

@@ -7,7 +7,7 @@ each libvirtd directly: virsh on this machine, virsh over SSH on the VMs."""
 
 import subprocess
 
-from fleet_hosts import FleetHost
+from fleet_hosts import FleetHost, on_each
 from run_module import INVENTORY, run_playbook
 
 # One idle guest on each host, each name on one host only.
@@ -21,9 +21,10 @@ class LocalHost:
 
     name = "lab-hypervisor"
 
-    def virsh(self, *args):
-        return subprocess.run(["virsh", "-c", "qemu:///system"] + list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    def virsh_each(self, *commands):
+        return [subprocess.run(["virsh", "-c", "qemu:///system"] + list(args), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, check=True).stdout
+                for args in commands]
 
 
 def playbook(lab, name, extra_vars, *options):
@@ -31,16 +32,18 @@ def playbook(lab, name, extra_vars, *options):
 
 
 def read_all(hosts):
-    """{host: (live schedinfo, inactive definition)} of each host's guest."""
-    return dict((host.name, (host.virsh("schedinfo", GUESTS[host.name]),
-                             host.virsh("dumpxml", "--inactive", GUESTS[host.name]))) for host in hosts)
+    """{host: (its guest's state, live schedinfo, inactive definition)}, one
+    SSH login per host, all hosts at once."""
+    return on_each(hosts, lambda host: tuple(host.virsh_each(("domstate", GUESTS[host.name]),
+                                                             ("schedinfo", GUESTS[host.name]),
+                                                             ("dumpxml", "--inactive", GUESTS[host.name]))))
 
 
 def test_a_throttle_by_name_caps_each_vm_on_the_host_that_has_it_and_restore_is_exact_on_every_host(lab):
     hosts = [LocalHost(), FleetHost(lab, "oc-lab-hv-1"), FleetHost(lab, "oc-lab-hv-2")]
-    for host in hosts:
-        assert host.virsh("domstate", GUESTS[host.name]).strip() == "running", host.name
     before = read_all(hosts)
+    for host in hosts:
+        assert before[host.name][0].strip() == "running", host.name
     incident = {"domains": sorted(GUESTS.values()), "cpus": 0.5, "reason": "INC-fleet"}
 
     # --check --diff: each host shows the change to its own guest, and nothing changes anywhere.
@@ -61,14 +64,14 @@ def test_a_throttle_by_name_caps_each_vm_on_the_host_that_has_it_and_restore_is_
         for host in hosts:
             guest = GUESTS[host.name]
             assert '"%s: 0.5 CPU, was unlimited"' % guest in throttled.stdout, throttled.stdout[-4000:]
-            assert "global_quota   : 50000" in host.virsh("schedinfo", guest), host.name
+            schedinfo, record, defined = host.virsh_each(
+                ("schedinfo", guest), ("metadata", guest, "--live", "--uri", THROTTLE_NAMESPACE),
+                ("list", "--all", "--name"))
+            assert "global_quota   : 50000" in schedinfo, host.name
             # The collection's record, on the host's own domain: what restore gives back.
-            record = host.virsh("metadata", guest, "--live", "--uri", THROTTLE_NAMESPACE)
             assert "INC-fleet" in record, (host.name, record)
-            # The other hosts do not have it: each host capped its own guest only.
-            for other in hosts:
-                if other is not host:
-                    assert guest not in other.virsh("list", "--all", "--name").split(), (guest, other.name)
+            # No other host has this host's guest: each host capped its own guest only.
+            assert not set(defined.split()) & (set(GUESTS.values()) - {guest}), (host.name, defined)
         again = playbook(lab, "throttle.yml", dict(incident, cpus=0.25))
         assert again.returncode == 0, again.stdout[-4000:]
         for guest in GUESTS.values():

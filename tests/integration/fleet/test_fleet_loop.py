@@ -25,7 +25,7 @@ import shlex
 import pytest
 
 from cycle_summary import summaries_in
-from fleet_hosts import FleetHost, rates
+from fleet_hosts import FleetHost, on_each, rates
 from run_module import run_module, run_playbook, start_playbook
 
 HOSTS = ("oc-lab-hv-1", "oc-lab-hv-2")
@@ -63,14 +63,9 @@ def test_two_hosts_loop_at_once_each_braking_its_own_culprit_and_undo_all_gives_
     fleet = dict((name, FleetHost(lab, name)) for name in HOSTS)
     measured = fleet[MEASURED]
     culprit, victim = culprit_of(MEASURED), victim_of(MEASURED)
-    before = {}
     try:
-        for name, host in fleet.items():
-            for guest in (culprit_of(name), victim_of(name)):
-                host.start(guest)
-            before[name] = dict((guest, (host.virsh("schedinfo", guest), host.virsh("dumpxml", "--inactive", guest)))
-                                for guest in (culprit_of(name), victim_of(name)))
-        cgroups = dict((guest, measured.cgroup(guest)) for guest in (culprit, victim))
+        before = on_each(fleet.values(), lambda host: host.start(culprit_of(host.name), victim_of(host.name)))
+        cgroups = measured.cgroups(culprit, victim)
         files_before = brake_files(measured, cgroups[culprit])
 
         # host_pressure_info on cgroup v2: the VMs' parent cgroup and each guest's own, with their own PSI.
@@ -105,10 +100,13 @@ def test_two_hosts_loop_at_once_each_braking_its_own_culprit_and_undo_all_gives_
             assert acted and set(acted) == {"%s/%s" % (name, culprit_of(name))}, (name, [s["lines"] for s in summaries])
             assert applied(cycle_dirs[name])[0] == "%s/%s" % (name, culprit_of(name))
             # The brake is on the host's own libvirtd, with the collection's record; the victim is as it was.
-            assert host.virsh("schedinfo", culprit_of(name)) != before[name][culprit_of(name)][0]
-            assert "contain:" in host.virsh("metadata", culprit_of(name), "--live", "--uri",
-                                            "https://overcommit.control/xmlns/throttle/1")
-            assert host.virsh("schedinfo", victim_of(name)) == before[name][victim_of(name)][0]
+            culprit_schedinfo, record, victim_schedinfo = host.virsh_each(
+                ("schedinfo", culprit_of(name)),
+                ("metadata", culprit_of(name), "--live", "--uri", "https://overcommit.control/xmlns/throttle/1"),
+                ("schedinfo", victim_of(name)))
+            assert culprit_schedinfo != before[name][culprit_of(name)][0]
+            assert "contain:" in record, record
+            assert victim_schedinfo == before[name][victim_of(name)][0]
 
         # The brake is the kernel's (cpu.max or cpu.weight of the culprit's cgroups changed), and the victim
         # waits less, by libvirt (vCPU delay) and by the kernel (its cgroup's PSI), against the same guests
@@ -121,15 +119,12 @@ def test_two_hosts_loop_at_once_each_braking_its_own_culprit_and_undo_all_gives_
         assert braked[victim]["psi_some"] < 0.85 * contended[victim]["psi_some"], (contended, braked)
         assert braked[victim]["cpu"] > contended[victim]["cpu"], (contended, braked)
 
-        undone = run_playbook("undo_all.yml", {"reason": "fleet loop test"}, inventory=lab["OVERCOMMIT_FLEET_INVENTORY"])
+        undone = run_playbook("undo_all.yml", {"reason": "fleet loop test"},
+                              inventory=lab["OVERCOMMIT_FLEET_INVENTORY"])
         assert undone.returncode == 0, undone.stdout[-4000:]
         # Exact on both hosts: live tuning and stored definitions as before the loop (no record, no state),
         # and the kernel's files as they were.
-        for name, host in fleet.items():
-            for guest, (schedinfo, definition) in before[name].items():
-                assert host.virsh("schedinfo", guest) == schedinfo, (name, guest)
-                assert host.virsh("dumpxml", "--inactive", guest) == definition, (name, guest)
+        assert on_each(fleet.values(), lambda host: host.definitions(*before[host.name])) == before
         assert brake_files(measured, cgroups[culprit]) == files_before
     finally:
-        for host in fleet.values():
-            host.reset_guests()
+        on_each(fleet.values(), FleetHost.reset_guests)

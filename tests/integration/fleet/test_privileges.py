@@ -27,7 +27,7 @@ def playbook(lab, name, extra_vars):
 def test_the_libvirt_group_is_enough_for_a_locked_write_and_without_it_the_user_is_told_why(lab):
     host = FleetHost(lab, HOST)
     assert host.ssh("id -un ocadmin; id -Gn ocadmin").split() == ["ocadmin", "ocadmin", "libvirt"]
-    before = host.virsh("schedinfo", GUEST)
+    before = host.definitions(GUEST)
 
     # As a plan or a cycle writes (compare-and-swap, under the domain's lock): the locks are the
     # operator's own, in a folder no one else may write.
@@ -41,7 +41,7 @@ def test_the_libvirt_group_is_enough_for_a_locked_write_and_without_it_the_user_
     finally:
         run_module("libvirt_cputune", {"domains": [GUEST], "state": "restored"}, host=HOST,
                    inventory=lab["OVERCOMMIT_FLEET_INVENTORY"])
-    assert host.virsh("schedinfo", GUEST) == before
+    assert host.definitions(GUEST) == before
 
     # A user outside the libvirt group: refused at the connection, naming the right it lacks.
     keys = "/home/%s/.ssh" % OUTSIDER
@@ -56,4 +56,4 @@ def test_the_libvirt_group_is_enough_for_a_locked_write_and_without_it_the_user_
     assert refused.returncode != 0
     assert "user %s has no access to libvirt here: add it to the libvirt group" % OUTSIDER in refused.stdout, \
         refused.stdout[-3000:]
-    assert host.virsh("schedinfo", GUEST) == before
+    assert host.definitions(GUEST) == before
