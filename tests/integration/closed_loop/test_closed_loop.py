@@ -137,11 +137,13 @@ def wait_for(what, check, seconds, log=None):
     pytest.fail("%s did not happen within %d s\n%s" % (what, seconds, tail), pytrace=False)
 
 
-def run_rulebook(name, tmp_path, lab, variables):
+def run_rulebook(name, tmp_path, lab, variables, log_name="rulebook.log"):
+    """The shipped rulebook `name` under ansible-rulebook, printing each event
+    it takes into `log_name` beside its own output."""
     (tmp_path / "vars.yml").write_text(yaml.safe_dump(variables))
-    log = str(tmp_path / "rulebook.log")
+    log = str(tmp_path / log_name)
     command = [os.path.join(BIN, "ansible-rulebook"), "-i", INVENTORY, "-r", "overcommit.control." + name,
-               "-e", str(tmp_path / "vars.yml")]
+               "-e", str(tmp_path / "vars.yml"), "--print-events"]
     with open(log, "w") as out:
         process = subprocess.Popen(command, env=environment(lab), stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
