@@ -11,6 +11,7 @@ __metaclass__ = type
 import os
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ObjectRefusal
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml
@@ -186,6 +187,29 @@ class LibvirtClient(object):
         except (IOError, OSError, ValueError):
             return None
         return process_start(stat, boot, os.sysconf("SC_CLK_TCK"))
+
+    def host_uuid(self):
+        """The host's UUID as libvirt reports it (its capabilities): two URIs
+        that reach the same host give the same UUID."""
+        root = ET.fromstring(_wrap(self.conn.getCapabilities))
+        return root.findtext("host/uuid")
+
+    def hostname(self):
+        return _wrap(self.conn.getHostname)
+
+    def migrate(self, domain, target_uri, tunnelled):
+        """Moves a running domain live to the host libvirtd reaches at
+        `target_uri` (peer to peer: this host's libvirtd opens that
+        connection, so its credentials are the ones that count), defined
+        there with its persistent definition and undefined here. Tunnelled,
+        the guest's memory goes through that connection, so one port (SSH or
+        libvirt's) is all the hosts need between them. On failure libvirt
+        leaves the domain running here."""
+        flags = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER | libvirt.VIR_MIGRATE_PERSIST_DEST
+                 | libvirt.VIR_MIGRATE_UNDEFINE_SOURCE | libvirt.VIR_MIGRATE_AUTO_CONVERGE)
+        if tunnelled:
+            flags |= libvirt.VIR_MIGRATE_TUNNELLED
+        _wrap(domain.migrateToURI3, target_uri, {}, flags)
 
     def cgroup_version(self):
         """1 or 2 for a hypervisor on this machine, None for a remote one (its

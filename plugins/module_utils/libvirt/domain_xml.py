@@ -313,3 +313,21 @@ def _text(value):
     if isinstance(value, float):
         return "%g" % value
     return str(value)
+
+
+def collection_metadata(xml_text):
+    """The collection's elements in a domain's <metadata> (class, throttle
+    record, policy state and pause), as plain data keyed by namespace: what
+    a move must carry exactly, whatever prefixes libvirt writes."""
+    metadata = ET.fromstring(xml_text).find("metadata")
+    found = {}
+    for element in list(metadata) if metadata is not None else []:
+        namespace = element.tag[1:].split("}", 1)[0] if element.tag.startswith("{") else ""
+        if namespace.startswith("https://overcommit.control/xmlns/"):
+            found[namespace] = _element_data(element)
+    return found
+
+
+def _element_data(element):
+    return {"tag": element.tag, "attributes": dict(element.attrib), "text": (element.text or "").strip(),
+            "children": [_element_data(child) for child in element]}

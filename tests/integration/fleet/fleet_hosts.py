@@ -26,7 +26,8 @@ class FleetHost:
                                  % self.inventory)
         with open(self.inventory) as handle:
             hosts = yaml.safe_load(handle)["hypervisors"]["children"]["fleet"]["hosts"]
-        self.port = hosts[name]["ansible_port"]
+        self.variables = hosts[name]  # the host's own variables in the fleet's inventory
+        self.port = self.variables["ansible_port"]
         self.key, self.known_hosts = lab["OVERCOMMIT_FLEET_SSH_KEY"], lab["OVERCOMMIT_FLEET_KNOWN_HOSTS"]
         self.started = {}
 

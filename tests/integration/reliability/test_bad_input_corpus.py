@@ -159,6 +159,11 @@ CASES = [
          {"classes": {"{domain}": "burstable"}, "baselines": {"{domain}": 64}}),
     Case("vm-class-apply", "domain", "apply", "libvirt_vm_class", {"classes": {"{domain}": "shared"},
                                                                    "apply": "sometimes"}),
+    # libvirt_migrate
+    Case("migrate-to-this-host", "domain", "target_uri", "libvirt_migrate",
+         {"domains": ["{domain}"], "target_uri": "qemu:///system"}, allowed=("names the target host",)),
+    Case("migrate-floor", "domain", "floor_fraction", "libvirt_migrate",
+         {"domains": ["{domain}"], "target_uri": "qemu+ssh://hv-2/system", "floor_fraction": 2}, allowed=("0 to 1",)),
     # libvirt_policy_state
     Case("policy-state-not-a-mapping", "domain", "states.{domain}", "libvirt_policy_state",
          {"states": {"{domain}": [1, 2]}}, allowed=("a mapping",)),

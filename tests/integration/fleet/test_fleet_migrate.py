@@ -1,0 +1,99 @@
+"""Moving a VM as relief, between the lab's hypervisor VMs: libvirt_migrate
+run on oc-lab-hv-1 over SSH as `ocadmin` moves a running, throttled guest
+live to oc-lab-hv-2 (peer to peer, tunnelled through SSH between the hosts,
+as fleet_migration_link in tests/testbed/lab sets it up), after a check-mode
+run that changes nothing; libvirt_cputune then restores it
+exactly where it landed. Judged on each host's own libvirtd, read as root
+over SSH: where the guest is defined and runs, its live tuning, its stored
+definition and the collection's record in both.
+
+The guests' disks are read-only boot sectors present on every host at the
+same path (the lab writes them): what shared storage is to a VM's disks when
+it moves; libvirt checks a writable disk's storage, not a read-only one's.
+Of the refusals, the lab shows a shut-off VM's, beside a move judged
+possible on the target's own state (its CPUs and running VMs, read from its
+libvirtd); the others (no room by the collection's accounting, a dedicated
+VM pinned to CPUs the target lacks, a name taken) are unit tests of
+domain/migration.py: each module run on these hosts costs some 15 s."""
+
+import xml.etree.ElementTree as ET
+
+from fleet_hosts import FleetHost, on_each
+from run_module import run_module
+
+SOURCE, TARGET = "oc-lab-hv-1", "oc-lab-hv-2"
+GUEST = "oc-hv1-idle-1"  # running: the lab starts it with its host
+STOPPED = "oc-hv1-busy-1"  # shut off
+THROTTLE_NAMESPACE = "https://overcommit.control/xmlns/throttle/1"
+
+
+def migration_uri(lab, host):
+    """How the other hosts reach `host`'s libvirtd (the fleet inventory's libvirt_migration_uri)."""
+    return FleetHost(lab, host).variables["libvirt_migration_uri"]
+
+
+def where(hosts):
+    """{host: (names of its domains, names of those running)}."""
+    return on_each(hosts, lambda host: tuple(output.split() for output in host.virsh_each(
+        ("list", "--all", "--name"), ("list", "--name"))))
+
+
+def state(host):
+    """The guest as its host has it: live schedinfo, the collection's record
+    in its running and stored definitions, its stored definition; the XML
+    canonical (libvirt indents a definition it takes in from a move anew)."""
+    schedinfo, *documents = host.virsh_each(
+        ("schedinfo", GUEST), ("metadata", GUEST, "--live", "--uri", THROTTLE_NAMESPACE),
+        ("metadata", GUEST, "--config", "--uri", THROTTLE_NAMESPACE), ("dumpxml", "--inactive", GUEST))
+    return (schedinfo,) + tuple(ET.canonicalize(document, strip_text=True) for document in documents)
+
+
+def test_a_throttled_vm_moves_live_with_its_records_and_restore_is_exact_where_it_landed(lab):
+    source, target = FleetHost(lab, SOURCE), FleetHost(lab, TARGET)
+    inventory = lab["OVERCOMMIT_FLEET_INVENTORY"]
+    fleet = [source, target]
+    original = source.definitions(GUEST)[GUEST]
+    placed_before = where(fleet)
+    assert GUEST in placed_before[SOURCE][1] and STOPPED not in placed_before[SOURCE][1], placed_before
+    to_target = {"domains": [GUEST], "target_uri": migration_uri(lab, TARGET), "target_name": TARGET}
+    try:
+        throttled = run_module("libvirt_cputune", {"domains": [GUEST], "cpus": 0.5, "reason": "INC-move"},
+                               host=SOURCE, inventory=inventory)
+        assert throttled.get("changed") and not throttled.get("failed"), throttled.get("msg")
+        before = state(source)
+        assert 'reason="INC-move"' in before[1] and 'reason="INC-move"' in before[2], before
+
+        # Check mode: the running guest would move; a shut-off one is refused, named; nothing moves.
+        checked = run_module("libvirt_migrate", dict(to_target, domains=[GUEST, STOPPED]), host=SOURCE,
+                             inventory=inventory, check=True)
+        assert checked.get("failed") and checked.get("changed"), checked.get("msg")
+        assert checked["summary"]["report"] == [
+            "%s: would move from %s to %s, records carried" % (GUEST, SOURCE, TARGET),
+            "%s: not moved: %s is shut off: a live move needs it running" % (STOPPED, STOPPED)], checked["summary"]
+        assert where(fleet) == placed_before and state(source) == before
+
+        moved = run_module("libvirt_migrate", to_target, host=SOURCE, inventory=inventory)
+        assert moved.get("changed") and not moved.get("failed"), (moved.get("msg"), moved.get("domains"))
+        assert moved["domains"][0]["records"]["throttle"]["reason"] == "INC-move", moved["domains"][0]
+        # On the target only, running, with the same tuning (the throttle in force), the same record in
+        # its running and stored definitions, and the same stored definition.
+        placed = where(fleet)
+        assert GUEST not in placed[SOURCE][0] and GUEST in placed[TARGET][1], placed
+        assert state(target) == before
+
+        # Restore where it landed gives back exactly what the throttle replaced, there.
+        restored = run_module("libvirt_cputune", {"domains": [GUEST], "state": "restored"},
+                              host=TARGET, inventory=inventory)
+        assert restored.get("changed") and not restored.get("failed"), restored.get("msg")
+        schedinfo, definition = target.definitions(GUEST)[GUEST]
+        assert schedinfo == original[0]
+        assert ET.canonicalize(definition, strip_text=True) == ET.canonicalize(original[1], strip_text=True)
+    finally:
+        # The lab as it was: the guest defined and running on its own host only.
+        if GUEST in target.virsh("list", "--all", "--name").split():
+            target.ssh("virsh -q -c qemu:///system destroy %s; virsh -q -c qemu:///system undefine %s"
+                       % (GUEST, GUEST), check=False)
+            source.ssh("virsh -q -c qemu:///system define /dev/stdin >/dev/null <<'XML'\n%sXML\n"
+                       "virsh -q -c qemu:///system start %s >/dev/null" % (original[1], GUEST))
+        else:
+            run_module("libvirt_cputune", {"domains": [GUEST], "state": "restored"}, host=SOURCE, inventory=inventory)
