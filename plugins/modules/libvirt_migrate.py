@@ -14,8 +14,8 @@ version_added: 0.1.1
 description:
   - Moves running domains of this host live to the host libvirtd reaches at O(target_uri), one at a time, as the
     relief when brakes cannot help (a culprit at its floor while its neighbours still wait, or a host overloaded
-    with no culprit). Plans of stage 2 carry it as the C(migrate) action; the closed loop never moves a VM by
-    itself.
+    with no culprit). The control policy only proposes such moves (the C(proposals) of a plan or a cycle, with
+    the VM, the target and why); a person or a playbook decides, and the closed loop never moves a VM.
   - Every move is judged before any is made, on the target as it is (its CPUs and the domains libvirt lists
     there) and counting the moves judged before it. A move is refused, and the domain left as it is, when it
     cannot work or would break a promise the collection keeps - the domain is shut off, the target is the host it
