@@ -61,7 +61,7 @@ options:
       - The libvirt URI of the target host as this host's libvirtd reaches it, for example
         C(qemu+ssh://migrate@hv-2.example.com/system) or C(qemu+tls://hv-2.example.com/system). The module reads the
         target through it too, as the user running the module.
-      - A local URI (C(qemu:///system)) is refused: it would name this host.
+      - A local URI (C(qemu:///system)) is refused, as it would name this host.
     type: str
     required: true
   target_name:
