@@ -14,15 +14,19 @@ remove it afterwards."""
 import json
 import os
 import re
+import sys
+import tempfile
 import uuid
 
 import libvirt
 import pytest
+import yaml
 from pyVmomi import vim
 
 from domain_records import POLICY_NS, element_of, planted
 from nodes import node_state
-from run_module import run_module, run_role
+import playbook_forkserver
+from run_module import INVENTORY, ROOT, run_module, run_role
 from vsphere_checks import ATTRIBUTE, allocation, record_of
 
 LIVE = libvirt.VIR_DOMAIN_AFFECT_LIVE
@@ -559,16 +563,98 @@ def names_field(text, field):
 # Cases aimed at a libvirt domain plant records that host-wide reads would
 # trip on, and the vSphere ones power a VM on in the lab's cluster: each runs
 # in its platform's group (integration/conftest.py); the report role reads
-# every domain of the host.
-SHARING = {"domain": pytest.mark.xdist_group("libvirt"), "report_dir": pytest.mark.xdist_group("libvirt"),
-           "vsphere": pytest.mark.xdist_group("vcsim")}
+# every domain of the host. The cases of any other target run in a group of
+# their kind, so that their batch (below) runs once.
+SHARING = {"domain": "libvirt", "report_dir": "libvirt", "vsphere": "vcsim"}
 
 
-@pytest.mark.parametrize("case", [pytest.param(case, id=case.id, marks=SHARING.get(case.target, pytest.mark.isolated))
-                                  for case in CASES])
-def test_bad_input_fails_naming_the_field_and_changes_nothing(request, case):
+def host_of(case):
+    return "lab-hypervisor" if case.target == "domain" and not case.role else "localhost"
+
+
+def task_of(case, targets):
+    """The case's one task, as run_module or run_role would run it."""
+    if case.role:
+        task = {"ansible.builtin.import_role": {"name": "overcommit.control." + case.role},
+                "vars": targets.fill(case.variables)}
+        if case.entry != "main":
+            task["ansible.builtin.import_role"]["tasks_from"] = case.entry
+        return task
+    name = case.module if "." in case.module else "overcommit.control." + case.module
+    return {"name": "run", name: targets.fill(case.args)}
+
+
+class Batch(object):
+    """The cases of one target kind that plant nothing, run as one
+    playbook against one target made for them all, read before and after
+    the whole run: one ansible-playbook and one target instead of one per
+    case. Each case is a block whose rescue marks it, so a failing case
+    does not stop the others; its result is the first task of its block
+    (a role case: the role's first, the check of its argument spec), as
+    run_module and run_role return it. A case that passed wrongly
+    ran for real against the shared target, and the read after says so
+    for every case of the kind."""
+
+    def __init__(self, request, target, cases):
+        targets = Targets(request, target)
+        self.fields = dict((case.id, targets.fill(case.field)) for case in cases)
+        hosts = sorted(set(host_of(case) for case in cases))
+        play = [{"hosts": host, "gather_facts": False, "tasks": [
+            task for case in cases if host_of(case) == host for task in (
+                {"name": "begin " + case.id, "ansible.builtin.debug": {"msg": case.id}},
+                {"name": "case " + case.id, "block": [task_of(case, targets)],
+                 "rescue": [{"name": "rescued " + case.id, "ansible.builtin.debug": {"msg": case.id}}]})]}
+            for host in hosts]
+        self.before = targets.read()
+        output = run_plays(play)
+        self.after = targets.read()
+        self.results = {}
+        for number, host in enumerate(hosts):
+            case_id = None
+            for task in output["plays"][number]["tasks"]:
+                name = task["task"]["name"]
+                result = task["hosts"].get(host, {})
+                if name.startswith("begin "):
+                    case_id = name[len("begin "):]
+                elif case_id is not None and case_id not in self.results:
+                    self.results[case_id] = result  # the case's task, or its role's first
+
+
+def run_plays(plays):
+    """ansible-playbook's JSON output for `plays` on the lab inventory."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
+        yaml.safe_dump(plays, handle)
+        playbook = handle.name
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, playbook]
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
+    try:
+        completed = playbook_forkserver.run(command, env=env)
+    finally:
+        os.unlink(playbook)
+    try:
+        return json.loads(completed.stdout)
+    except ValueError:
+        raise AssertionError("ansible-playbook gave no result (rc %d):\n%s\n%s" % (
+            completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
+
+
+_batches = {}
+
+
+def batched(request, case):
+    """The batch of `case`'s target kind, run by the first of its cases this
+    worker meets."""
+    if case.target not in _batches:
+        _batches[case.target] = Batch(request, case.target, [
+            other for other in CASES if other.target == case.target and other.plant is None])
+    return _batches[case.target]
+
+
+def run_alone(request, case):
+    """A case that plants something on its target: its own target, read
+    before and after it."""
     targets = Targets(request, case.target)
-    field = targets.fill(case.field)
     with Planted(targets, case.plant):
         before = targets.read()
         if case.role:
@@ -576,9 +662,20 @@ def test_bad_input_fails_naming_the_field_and_changes_nothing(request, case):
             # wrongly passed would change it, and the read after says so.
             result = run_role(case.role, targets.fill(case.variables), case.entry)
         else:
-            result = run_module(case.module, targets.fill(case.args),
-                                host="lab-hypervisor" if case.target == "domain" else "localhost")
+            result = run_module(case.module, targets.fill(case.args), host=host_of(case))
         after = targets.read()
+    return result, targets.fill(case.field), before, after
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id, marks=pytest.mark.xdist_group(
+    SHARING.get(case.target, "corpus-" + case.target))) for case in CASES])
+def test_bad_input_fails_naming_the_field_and_changes_nothing(request, case):
+    if case.plant is None:
+        batch = batched(request, case)
+        result, field, before, after = batch.results.get(case.id), batch.fields[case.id], batch.before, batch.after
+        assert result is not None, "the batch of %s cases gave no result for %s" % (case.target, case.id)
+    else:
+        result, field, before, after = run_alone(request, case)
     assert result.get("failed") is True, result
     # ansible-core marks every failed task with exception "(traceback unavailable)" when there was none.
     assert "module_stderr" not in result and result.get("exception") in (None, "(traceback unavailable)"), result
