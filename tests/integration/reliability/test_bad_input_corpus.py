@@ -599,12 +599,9 @@ class Batch(object):
         targets = Targets(request, target)
         self.fields = dict((case.id, targets.fill(case.field)) for case in cases)
         hosts = sorted(set(host_of(case) for case in cases))
-        play = [{"hosts": host, "gather_facts": False, "tasks": [
-            task for case in cases if host_of(case) == host for task in (
-                {"name": "begin " + case.id, "ansible.builtin.debug": {"msg": case.id}},
-                {"name": "case " + case.id, "block": [task_of(case, targets)],
-                 "rescue": [{"name": "rescued " + case.id, "ansible.builtin.debug": {"msg": case.id}}]})]}
-            for host in hosts]
+        play = [{"hosts": host, "gather_facts": False,
+                 "tasks": [task for case in cases if host_of(case) == host for task in self.tasks(case, targets)]}
+                for host in hosts]
         self.before = targets.read()
         output = run_plays(play)
         self.after = targets.read()
@@ -618,6 +615,13 @@ class Batch(object):
                     case_id = name[len("begin "):]
                 elif case_id is not None and case_id not in self.results:
                     self.results[case_id] = result  # the case's task, or its role's first
+
+    @staticmethod
+    def tasks(case, targets):
+        """A marker of where the case begins, then the case in its block."""
+        return ({"name": "begin " + case.id, "ansible.builtin.debug": {"msg": case.id}},
+                {"name": "case " + case.id, "block": [task_of(case, targets)],
+                 "rescue": [{"name": "rescued " + case.id, "ansible.builtin.debug": {"msg": case.id}}]})
 
 
 def run_plays(plays):
