@@ -58,11 +58,12 @@ def _round_times(measured, now):
 
 @filter_guard
 def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plans.DEFAULT_TTL_SECONDS, kubevirt=None,
-                   max_unmeasured_share=0.0):
+                   max_unmeasured_share=0.0, migrate=False):
     """measured: {host: {vm_rounds, pressure_rounds, round_times, node,
     paused}}; nodes: node_overcommit_info's nodes (or its result);
     kubevirt: kubevirt_vm_cpu_info's result (or its vms), read at the
-    rounds' times (plan_round_times)."""
+    rounds' times (plan_round_times); migrate: whether proposed moves of
+    libvirt VMs become migrate actions."""
     now = _now(now)
     if isinstance(nodes, dict):
         nodes = nodes.get("nodes")
@@ -71,7 +72,7 @@ def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plan
     except (TypeError, ValueError):
         raise ValueRangeError("ttl_seconds", ttl_seconds, "a number of seconds above 0")
     return recommend.recommend(measured, nodes, _round_times(measured, now), now, policy or {}, ttl, kubevirt,
-                               max_unmeasured_share)
+                               max_unmeasured_share, migrate)
 
 
 @filter_guard

@@ -32,6 +32,9 @@ description:
     reads the domain on the target and fails it, naming what, if any of them did not arrive as it left;
     M(overcommit.control.libvirt_cputune) with O(overcommit.control.libvirt_cputune#module:state=restored) then
     restores it there as it would here.
+  - A domain that is not defined here but runs on the target has moved already - it is reported unchanged, with
+    C(already), whatever O(missing) says; a rerun after a move changes nothing. The C(overcommit.control.apply_plan)
+    role's C(migrate) actions rely on it.
   - A move libvirt could not make leaves the domain running here (libvirt's own rollback); it is reported as that
     domain's failure and the next ones still go. The task fails when any domain was refused or failed.
 author:
@@ -176,6 +179,9 @@ domains:
       type: bool
     skipped:
       description: Present and true when the name is not defined on the host and O(missing=ignore).
+      type: bool
+    already:
+      description: Present and true when the domain is not here but runs on the target (moved already).
       type: bool
     msg:
       description: Why the domain was refused, failed or skipped.

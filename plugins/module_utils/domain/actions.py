@@ -12,14 +12,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+
 LIBVIRT = "libvirt"
 KUBEVIRT = "kubevirt"
 NODE = "node"
 
 # name: order (a cycle's escalation: gates first, then weights and caps,
-# then letting go), the object it acts on (a VM or a node), its effect
-# (what the simulator replays: a cap, a weight, a lift of both, a gate or
-# an opening) and what undoes it.
+# then letting go, a move last), the object it acts on (a VM or a node), its
+# effect (what the simulator replays: a cap, a weight, a lift of both, a gate
+# or an opening; a move it does not replay) and what undoes it (a move: a
+# move back, which a person decides).
 ACTIONS = {
     "gate": {"order": 0, "on": NODE, "effect": "gate", "undone_by": "open"},
     "weight": {"order": 1, "on": "vm", "effect": "weight", "undone_by": "restore"},
@@ -27,14 +30,22 @@ ACTIONS = {
     "relax": {"order": 2, "on": "vm", "effect": "cap", "undone_by": "restore"},
     "restore": {"order": 3, "on": "vm", "effect": "lift", "undone_by": None},
     "open": {"order": 4, "on": NODE, "effect": "open", "undone_by": "gate"},
+    # Only in a plan made with moves opted in (the recommend role's
+    # recommend_migrate), never by the closed loop: a placement proposal with
+    # a target host, of a libvirt VM.
+    "migrate": {"order": 5, "on": "vm", "effect": "move", "undone_by": None},
 }
-NAMES = ("gate", "weight", "throttle", "relax", "restore", "open")
+NAMES = ("gate", "weight", "throttle", "relax", "restore", "open", "migrate")
 
 # The module that carries out an action on each platform.
 MODULES = {
     LIBVIRT: "overcommit.control.libvirt_cputune",
     KUBEVIRT: "overcommit.control.kubevirt_vm_cpu_limit",
     NODE: "overcommit.control.node_admission",
+}
+# The module that moves a VM, on the platforms where a plan may move one.
+MOVERS = {
+    LIBVIRT: "overcommit.control.libvirt_migrate",
 }
 
 
@@ -56,6 +67,12 @@ def call(action):
     along with any cap on top of it; a restore gives back both."""
     kind = action["action"]
     platform = platform_of(action)
+    if kind == "migrate":
+        if platform not in MOVERS:
+            raise ValueRangeError("action", kind, "an action a %s VM can take (%s): a plan moves libvirt VMs only"
+                                  % (platform, ", ".join(n for n in NAMES if n != "migrate")))
+        # The role adds the target's URI, from the inventory's host `to`.
+        return {"module": MOVERS[platform], "args": {"target_name": action["to"]}}
     if platform == NODE:
         args = {"state": "gated" if kind == "gate" else "open"}
         if kind == "gate" and action.get("effect"):

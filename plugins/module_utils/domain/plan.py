@@ -76,6 +76,8 @@ def change_text(action):
         return "%s CPU weight to %g%s, was %s" % (how, action["shares"], request, "unknown" if was is None else "%g" % was)
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
+    if kind == "migrate":
+        return "move live to %s, with its records" % action["to"]
     if kind == "gate" and action.get("effect"):
         return "gate node (%s)" % action["effect"]
     return "%s node" % kind
@@ -240,6 +242,9 @@ def is_done(action, current, plan_id):
     gate left at all, whoever removed it."""
     seen = current.get("seen") or {}
     kind = action["action"]
+    if kind == "migrate":
+        # Still here: not moved (a moved VM is found on its target by the move's module).
+        return False
     if action_table.sets_cap(kind):
         cap = seen.get("cap_cpus")
         return current.get("plan") == plan_id and cap is not None and abs(cap - action["cpus"]) <= CAP_TOLERANCE
@@ -263,6 +268,10 @@ def review(plan, actions, live, now):
     expired = now > plan["expires_unix"]
     for action in actions:
         current = live.get(action["object"])
+        if current is None and action["action"] == "migrate" and not expired:
+            # Moved already, or gone: the move's module looks on the target and says which.
+            out["apply"].append(dict(action, call=action_table.call(action)))
+            continue
         if current is None:
             why = "%s not found: it is gone since the plan was made" % action["object"]
         elif current.get("unreadable"):
@@ -292,6 +301,11 @@ def _failure(result):
     return None
 
 
+def _arrived(result):
+    """Whether a move's module found the VM already on its target."""
+    return any(entry.get("already") for entry in result.get("domains") or [])
+
+
 def _conflict(result):
     """Why the module left the object alone because it changed since it was
     read (another runner acted on it first), or None."""
@@ -311,6 +325,9 @@ def outcome(review, results, check_mode=False):
         if why:
             out["failed"].append(action["object"])
             out["lines"].append("failed: %s: %s: %s" % (action["object"], action["change"], why))
+        elif _arrived(result):
+            out["done"].append(action["object"])
+            out["lines"].append("already applied: %s: %s" % (action["object"], action["change"]))
         elif raced:
             out["conflict"].append(action["object"])
             out["lines"].append("left alone: %s: %s" % (action["object"], raced))

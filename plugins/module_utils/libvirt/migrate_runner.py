@@ -16,7 +16,8 @@ import time
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain.migration import records_of, refusal
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient, LibvirtClientError
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (ERR_NO_DOMAIN, LibvirtClient,
+                                                                                       LibvirtClientError)
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CONFIG, LIVE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.reader import describe_domains, lookup
@@ -61,12 +62,19 @@ class DomainMigrateRunner(object):
         # Every move is judged before any is made, each counting the ones
         # judged before it as already on the target.
         judged = fleet.each(self.request["domains"], self.one)
-        return [result if result.get("failed") or result.get("skipped") else self.move(result)
-                for result in judged]
+        return [self.move(result) if "_domain" in result else result for result in judged]
 
     def one(self, name, result):
-        """Judges one domain's move into `result`; a refusal is its own."""
-        domain = lookup(self.client, name, self.request["missing"])
+        """Judges one domain's move into `result`; a refusal is its own. A
+        domain not here that runs on the target has moved already."""
+        try:
+            domain = self.client.lookup(name)
+        except LibvirtClientError as exc:
+            if exc.code == ERR_NO_DOMAIN and any(vm["name"] == name and vm.get("active") for vm in self.target["vms"]):
+                result.update(changed=False, already=True, source=self.source, target=self.target["name"],
+                              msg="already on %s, not on %s: nothing to move" % (self.target["name"], self.source))
+                return
+            domain = lookup(self.client, name, self.request["missing"])
         info = describe_domains(self.client, [name], None, self.request["class_namespace"], 0, time.sleep)[0]
         if info.get("failed"):
             raise LibvirtClientError(info["msg"])

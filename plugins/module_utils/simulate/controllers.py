@@ -170,7 +170,8 @@ class Overcommit(object):
                 actions.append(("weight", action["object"], action["shares"], action["rule"]))
             elif effect == "lift":
                 actions.append(("lift", action["object"], None, action["rule"]))
-            else:
+            elif effect in ("gate", "open"):
+                # A move (only in plans with moves opted in, never the policy's own) is not replayed.
                 node = self.by_name[action["host"]]["node"]
                 node["gated"], node["effect"] = effect == "gate", action.get("effect") if effect == "gate" else None
                 actions.append((effect, action["host"], None, action["rule"]))

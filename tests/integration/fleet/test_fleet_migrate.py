@@ -1,11 +1,20 @@
-"""Moving a VM as relief, between the lab's hypervisor VMs: libvirt_migrate
-run on oc-lab-hv-1 over SSH as `ocadmin` moves a running, throttled guest
-live to oc-lab-hv-2 (peer to peer, tunnelled through SSH between the hosts,
-as fleet_migration_link in tests/testbed/lab sets it up), after a check-mode
-run that changes nothing; libvirt_cputune then restores it
-exactly where it landed. Judged on each host's own libvirtd, read as root
-over SSH: where the guest is defined and runs, its live tuning, its stored
-definition and the collection's record in both.
+"""Moving a VM as relief, between the lab's hypervisor VMs: a running,
+throttled guest of oc-lab-hv-1 moves live to oc-lab-hv-2 (peer to peer,
+tunnelled through SSH between the hosts, as fleet_migration_link in
+tests/testbed/lab sets it up), over SSH as `ocadmin`. First libvirt_migrate
+in check mode changes nothing; then apply_plan.yml carries out an approved
+plan's `migrate` action with libvirt_migrate, the target's URI taken from
+the inventory's libvirt_migration_uri, and a second apply finds the guest
+on its target and calls the action already applied; libvirt_cputune then
+restores the guest exactly where it landed. Judged on each host's own
+libvirtd, read as root over SSH: where the guest is defined and runs, its
+live tuning, its stored definition and the collection's record in both.
+
+The plan is made here with the collection's own plan code (domain/plan.py,
+as the recommend role makes one), with the migrate action the recommend
+role writes for a proposed move when moves are opted in (unit tests of
+control/recommend.py): making the policy propose this move on the fleet
+would take rounds of contention on hosts where a module run costs some 15 s.
 
 The guests' disks are read-only boot sectors present on every host at the
 same path (the lab writes them): what shared storage is to a VM's disks when
@@ -16,10 +25,14 @@ libvirtd); the others (no room by the collection's accounting, a dedicated
 VM pinned to CPUs the target lacks, a name taken) are unit tests of
 domain/migration.py: each module run on these hosts costs some 15 s."""
 
+import json
+import re
+import time
 import xml.etree.ElementTree as ET
 
+from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from fleet_hosts import FleetHost, on_each
-from run_module import run_module
+from run_module import run_module, run_playbook
 
 SOURCE, TARGET = "oc-lab-hv-1", "oc-lab-hv-2"
 GUEST = "oc-hv1-idle-1"  # running: the lab starts it with its host
@@ -48,14 +61,31 @@ def state(host):
     return (schedinfo,) + tuple(ET.canonicalize(document, strip_text=True) for document in documents)
 
 
-def test_a_throttled_vm_moves_live_with_its_records_and_restore_is_exact_where_it_landed(lab):
+def move_plan(record):
+    """An approved plan moving the guest, as it was seen throttled (its cap
+    and its throttle record's time: what apply compares before it moves)."""
+    key = "%s/%s" % (SOURCE, GUEST)
+    action = {"action": "migrate", "object": key, "vm": GUEST, "host": SOURCE, "to": TARGET, "rule": "placement",
+              "reason": "victims still wait with every culprit at its floor, 3 cycles in a row"}
+    seen = {key: {"cap_cpus": 0.5, "throttle_time": re.search(r' time="([^"]+)"', record).group(1)}}
+    return plans.make({"actions": [action]}, seen, time.time(), 600)
+
+
+def outcome_lines(completed):
+    """The lines apply_plan.yml says at its end of what the whole plan did."""
+    said = completed.stdout[completed.stdout.rindex('"plan plan-'):]
+    return re.findall(r'"((?:applied|already applied|refused|failed|left alone): [^"]*)"', said)
+
+
+def test_a_throttled_vm_moves_live_by_an_approved_plan_with_its_records_and_restore_is_exact_where_it_landed(
+        lab, tmp_path):
     source, target = FleetHost(lab, SOURCE), FleetHost(lab, TARGET)
     inventory = lab["OVERCOMMIT_FLEET_INVENTORY"]
     fleet = [source, target]
     original = source.definitions(GUEST)[GUEST]
     placed_before = where(fleet)
     assert GUEST in placed_before[SOURCE][1] and STOPPED not in placed_before[SOURCE][1], placed_before
-    to_target = {"domains": [GUEST], "target_uri": migration_uri(lab, TARGET), "target_name": TARGET}
+    to_target = {"domains": [GUEST, STOPPED], "target_uri": migration_uri(lab, TARGET), "target_name": TARGET}
     try:
         throttled = run_module("libvirt_cputune", {"domains": [GUEST], "cpus": 0.5, "reason": "INC-move"},
                                host=SOURCE, inventory=inventory)
@@ -64,22 +94,31 @@ def test_a_throttled_vm_moves_live_with_its_records_and_restore_is_exact_where_i
         assert 'reason="INC-move"' in before[1] and 'reason="INC-move"' in before[2], before
 
         # Check mode: the running guest would move; a shut-off one is refused, named; nothing moves.
-        checked = run_module("libvirt_migrate", dict(to_target, domains=[GUEST, STOPPED]), host=SOURCE,
-                             inventory=inventory, check=True)
+        checked = run_module("libvirt_migrate", to_target, host=SOURCE, inventory=inventory, check=True)
         assert checked.get("failed") and checked.get("changed"), checked.get("msg")
         assert checked["summary"]["report"] == [
             "%s: would move from %s to %s, records carried" % (GUEST, SOURCE, TARGET),
             "%s: not moved: %s is shut off: a live move needs it running" % (STOPPED, STOPPED)], checked["summary"]
         assert where(fleet) == placed_before and state(source) == before
 
-        moved = run_module("libvirt_migrate", to_target, host=SOURCE, inventory=inventory)
-        assert moved.get("changed") and not moved.get("failed"), (moved.get("msg"), moved.get("domains"))
-        assert moved["domains"][0]["records"]["throttle"]["reason"] == "INC-move", moved["domains"][0]
+        # The approved plan's move, carried out by apply_plan.yml on the source.
+        plan_file = tmp_path / "plan.json"
+        plan_file.write_text(json.dumps(move_plan(before[1])))
+        moved = run_playbook("apply_plan.yml", {"plan_file": str(plan_file)}, inventory=inventory)
+        assert moved.returncode == 0, moved.stdout[-4000:]
+        assert outcome_lines(moved) == ["applied: %s/%s: move live to %s, with its records (placement)"
+                                        % (SOURCE, GUEST, TARGET)], moved.stdout[-4000:]
         # On the target only, running, with the same tuning (the throttle in force), the same record in
         # its running and stored definitions, and the same stored definition.
         placed = where(fleet)
         assert GUEST not in placed[SOURCE][0] and GUEST in placed[TARGET][1], placed
         assert state(target) == before
+        # Applied again: the guest is found on its target, the action already applied, nothing moves.
+        again = run_playbook("apply_plan.yml", {"plan_file": str(plan_file)}, inventory=inventory)
+        assert again.returncode == 0, again.stdout[-4000:]
+        assert outcome_lines(again) == ["already applied: %s/%s: move live to %s, with its records"
+                                        % (SOURCE, GUEST, TARGET)], again.stdout[-4000:]
+        assert where(fleet) == placed
 
         # Restore where it landed gives back exactly what the throttle replaced, there.
         restored = run_module("libvirt_cputune", {"domains": [GUEST], "state": "restored"},

@@ -460,3 +460,37 @@ def test_a_round_where_one_domain_could_not_be_read_still_decides_about_the_othe
     for vms in empty["vm_rounds"]:
         vms.update(failed=True, domains=[])
     assert observe.rounds({"hv-1": empty})["rounds"] == []
+
+
+# ---------------------------------------------------------------- moves in a plan
+
+MOVE = {"action": "move", "object": "hv-1/big", "vm": "big", "host": "hv-1", "wanted_cpus": 7.9, "to": "hv-2",
+        "why": "victims still wait with every culprit at its floor, 3 cycles in a row",
+        "reason": "victims still wait with every culprit at its floor, 3 cycles in a row; hv-2 has 12.00 CPUs idle "
+                  "for the 7.90 it wants"}
+
+
+def test_with_moves_opted_in_a_proposed_move_of_a_libvirt_vm_to_a_host_becomes_a_migrate_action():
+    throttle = {"action": "throttle", "object": "hv-1/mid", "vm": "mid", "host": "hv-1", "cpus": 1.0, "rule": "contain",
+                "reason": "w-1 waits"}
+    nowhere = dict(MOVE, object="hv-1/app-1", vm="app-1", to=None, reason="overloaded; no other host")
+    on_kubevirt = dict(MOVE, object="lab/web-1", vm="lab/web-1")
+    policy_plan = {"actions": [throttle], "proposals": [MOVE, nowhere, on_kubevirt]}
+    made = recommend.moves_as_actions(policy_plan, {"hv-1/big": "libvirt", "hv-1/app-1": "libvirt",
+                                                    "lab/web-1": "kubevirt"})
+    assert made["actions"] == [throttle, {
+        "action": "migrate", "object": "hv-1/big", "vm": "big", "host": "hv-1", "to": "hv-2", "rule": "placement",
+        "reason": MOVE["reason"], "wanted_cpus": 7.9}]
+    # A move with no target host, or of a KubeVirt VM, stays a proposal.
+    assert made["proposals"] == [nowhere, on_kubevirt]
+    artefact = plans.make(made, {"hv-1/mid": {"cap_cpus": None, "throttle_time": None},
+                                 "hv-1/big": {"cap_cpus": 2.0, "throttle_time": "2023-11-14T22:00:00Z"}}, NOW)
+    assert plans.summary(artefact)[1].startswith("hv-1/big: move live to hv-2, with its records (placement: victims")
+
+
+def test_without_moves_opted_in_the_plan_has_no_migrate_action_and_a_bad_choice_is_refused_naming_it():
+    made = recommend.recommend({"hv-1": measured()}, k8s_nodes(4), TIMES, NOW)
+    assert all(a["action"] != "migrate" for a in made["actions"])
+    with pytest.raises(ValueRangeError) as refused:
+        recommend.recommend({"hv-1": measured()}, k8s_nodes(4), TIMES, NOW, migrate="yes")
+    assert refused.value.field == "migrate"

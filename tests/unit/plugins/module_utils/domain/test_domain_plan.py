@@ -300,3 +300,52 @@ def test_each_action_to_apply_carries_its_call():
     assert calls["gate"]["module"] == "overcommit.control.node_admission" and calls["gate"]["args"]["state"] == "gated"
     assert calls["throttle"] == {"module": "overcommit.control.libvirt_cputune",
                                  "args": {"state": "throttled", "cpus": 0.5}}
+
+
+# -------------------------------------------------------------- a move
+
+def move_action(expected=None):
+    action = {"action": "migrate", "host": "hv-1", "vm": "batch-1", "object": "hv-1/batch-1", "to": "hv-2",
+              "rule": "placement", "reason": "web-1 still waits with batch-1 at its floor, 3 cycles in a row",
+              "expected": expected or {"cap_cpus": 0.4, "throttle_time": "2023-11-14T22:00:00Z"}}
+    action["change"] = plans.change_text(action)
+    return action
+
+
+def test_a_move_is_carried_out_by_libvirt_migrate_to_its_target_and_only_for_libvirt_vms():
+    move = move_action()
+    assert move["change"] == "move live to hv-2, with its records"
+    assert actions.call(move) == {"module": "overcommit.control.libvirt_migrate", "args": {"target_name": "hv-2"}}
+    with pytest.raises(ValueRangeError) as refused:
+        actions.call(dict(move, platform="kubevirt", vm="lab/batch-1"))
+    assert refused.value.field == "action" and "libvirt VMs only" in str(refused.value)
+
+
+def test_review_moves_a_vm_still_as_seen_and_leaves_a_missing_one_to_the_module_to_find_on_its_target():
+    move = move_action()
+    made = a_plan(move)
+    seen = live_vm(cap=0.4, time="2023-11-14T22:00:00Z")
+    assert [a["call"]["module"] for a in plans.review(made, [move], {"hv-1/batch-1": seen}, NOW)["apply"]] == [
+        "overcommit.control.libvirt_migrate"]
+    # Not on its host any more: moved already or gone; libvirt_migrate looks on the target and says which.
+    missing = plans.review(made, [move], {}, NOW)
+    assert [a["object"] for a in missing["apply"]] == ["hv-1/batch-1"] and not missing["refused"]
+    # Restored by hand since the plan: refused as any other action, naming what changed.
+    changed = plans.review(made, [move], {"hv-1/batch-1": live_vm()}, NOW)
+    assert changed["refused"][0]["refused"].startswith("hv-1/batch-1 changed since plan: cap_cpus was 0.4 CPU")
+    # Once expired, a missing VM is refused with the plan's expiry, not moved.
+    late = plans.review(made, [move], {}, NOW + 7200)
+    assert not late["apply"] and "not found" in late["refused"][0]["refused"]
+
+
+def test_a_move_the_module_found_done_already_is_counted_done():
+    move = move_action()
+    review = {"plan": PLAN_ID, "apply": [move], "done": [], "refused": []}
+    moved = {"changed": True, "domains": [{"name": "batch-1", "changed": True}]}
+    already = {"changed": False, "domains": [{"name": "batch-1", "changed": False, "already": True,
+                                              "msg": "already on hv-2, not on hv-1: nothing to move"}]}
+    assert plans.outcome(review, [(move, moved)])["lines"] == [
+        "applied: hv-1/batch-1: move live to hv-2, with its records (placement)"]
+    out = plans.outcome(review, [(move, already)])
+    assert (out["applied"], out["done"]) == ([], ["hv-1/batch-1"])
+    assert out["lines"] == ["already applied: hv-1/batch-1: move live to hv-2, with its records"]

@@ -45,6 +45,8 @@ def test_the_report_says_what_moved_what_would_and_why_not():
     assert migrate.report_line(refused) == "web-1: not moved: no room on hv-2"
     failed = {"name": "web-2", "failed": True, "msg": "not moved (it still runs on hv-1): timed out"}
     assert migrate.report_line(failed) == "web-2: failed: not moved (it still runs on hv-1): timed out"
+    already = {"name": "batch-4", "changed": False, "already": True, "msg": "already on hv-2, not on hv-1: nothing to move"}
+    assert migrate.report_line(already) == "batch-4: already on hv-2, not on hv-1: nothing to move"
 
 
 def domain(metadata):
