@@ -16,8 +16,8 @@ import time
 from ansible_collections.overcommit.control.plugins.module_utils.common import fleet
 from ansible_collections.overcommit.control.plugins.module_utils.domain.migration import records_of, refusal
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt import domain_xml, plan
-from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import (ERR_NO_DOMAIN, LibvirtClient,
-                                                                                       LibvirtClientError)
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import ERR_NO_DOMAIN
+from ansible_collections.overcommit.control.plugins.module_utils.libvirt.client import LibvirtClient, LibvirtClientError
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.domain_xml import CONFIG, LIVE
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.lock import DomainLocks
 from ansible_collections.overcommit.control.plugins.module_utils.libvirt.reader import describe_domains, lookup
