@@ -122,7 +122,7 @@ def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAUL
     if not isinstance(migrate, bool):
         raise ValueRangeError("migrate", migrate, "true (the plan carries proposed moves as migrate actions) or false")
     observed = observe.rounds(measured, nodes, kubevirt)
-    platforms = dict((policy.vm_key(vm), vm["platform"]) for _, _, vms in observed["rounds"] for vm in vms)
+    platforms = dict((policy.vm_key(vm), vm["platform"]) for rounds in observed["rounds"] for vm in rounds[2])
     result = replay(observed, times, params)
     last = moves_as_actions(result["last"], platforms) if migrate else result["last"]
     made = plans.make(last, result["seen"], now, ttl_seconds)
