@@ -109,3 +109,17 @@ def records_of(domain):
 def records_lost(before, after):
     """The records that did not arrive as they left ([] when all did)."""
     return [key for key in RECORD_KEYS if (before or {}).get(key) != (after or {}).get(key)]
+
+
+def report_line(result, moved):
+    """One VM's line of a move's report, on any platform: why it was
+    refused or failed, `moved` (what was done, in words) when it changed,
+    else what the module found (a move done already)."""
+    name = result["name"]
+    if result.get("refused"):
+        return "%s: not moved: %s" % (name, result.get("msg"))
+    if result.get("failed"):
+        return "%s: failed: %s" % (name, result.get("msg"))
+    if result.get("changed"):
+        return "%s: %s" % (name, moved)
+    return "%s: %s" % (name, result.get("msg") or "unchanged")

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
+from ansible_collections.overcommit.control.plugins.module_utils.domain import migration
 from ansible_collections.overcommit.control.plugins.module_utils.domain.migration import check_max_vcpu_ratio
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEFAULT_FLOOR_FRACTION
 
@@ -44,12 +45,5 @@ def check_request(params, check_mode):
 
 def report_line(result, check_mode=False):
     """One domain's line of the task's report."""
-    name = result["name"]
-    if result.get("refused"):
-        return "%s: not moved: %s" % (name, result.get("msg"))
-    if result.get("failed"):
-        return "%s: failed: %s" % (name, result.get("msg"))
-    if result.get("changed"):
-        return "%s: %s from %s to %s, records carried" % (
-            name, "would move" if check_mode else "moved", result.get("source"), result.get("target"))
-    return "%s: %s" % (name, result.get("msg") or "unchanged")
+    return migration.report_line(result, "%s from %s to %s, records carried" % (
+        "would move" if check_mode else "moved", result.get("source"), result.get("target")))

@@ -168,6 +168,10 @@ CASES = [
          {"domains": ["{domain}"], "target_uri": "qemu:///system"}, allowed=("names the target host",)),
     Case("migrate-floor", "domain", "floor_fraction", "libvirt_migrate",
          {"domains": ["{domain}"], "target_uri": "qemu+ssh://hv-2/system", "floor_fraction": 2}, allowed=("0 to 1",)),
+    # kubevirt_vm_migrate
+    Case("kubevirt-migrate-target-node", "vmi", "target_node", "kubevirt_vm_migrate",
+         {"namespace": "lab", "names": ["{vmi}"], "target_node": "Worker 7"}, allowed=("DNS subdomain",)),
+    Case("kubevirt-migrate-no-names", "vmi", "names", "kubevirt_vm_migrate", {"namespace": "lab", "names": []}),
     # libvirt_policy_state
     Case("policy-state-not-a-mapping", "domain", "states.{domain}", "libvirt_policy_state",
          {"states": {"{domain}": [1, 2]}}, allowed=("a mapping",)),
