@@ -62,8 +62,8 @@ def recommend_plan(measured, nodes=None, now=None, policy=None, ttl_seconds=plan
     """measured: {host: {vm_rounds, pressure_rounds, round_times, node,
     paused}}; nodes: node_overcommit_info's nodes (or its result);
     kubevirt: kubevirt_vm_cpu_info's result (or its vms), read at the
-    rounds' times (plan_round_times); migrate: whether proposed moves of
-    libvirt VMs become migrate actions."""
+    rounds' times (plan_round_times); migrate: whether proposed moves
+    become migrate actions."""
     now = _now(now)
     if isinstance(nodes, dict):
         nodes = nodes.get("nodes")

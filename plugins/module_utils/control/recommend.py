@@ -18,7 +18,7 @@ from ansible_collections.overcommit.control.plugins.module_utils.common.errors i
 from ansible_collections.overcommit.control.plugins.module_utils.control import observe
 from ansible_collections.overcommit.control.plugins.module_utils.domain import plan as plans
 from ansible_collections.overcommit.control.plugins.module_utils.domain import policy
-from ansible_collections.overcommit.control.plugins.module_utils.domain.actions import LIBVIRT
+from ansible_collections.overcommit.control.plugins.module_utils.domain.actions import KUBEVIRT, LIBVIRT
 
 # State a round builds up from measurements alone, kept for the next round
 # even for an object the round proposed to change.
@@ -95,16 +95,22 @@ def replay(observed, times, params=None):
     return {"last": last, "history": history, "seen": observed["seen"], "skipped": observed["skipped"]}
 
 
-def moves_as_actions(policy_plan, platforms):
-    """The policy's plan with each proposed move that has a target host, of
-    a libvirt VM (platforms: {object: platform}), made a `migrate` action;
-    the other proposals stay proposals."""
+def moves_as_actions(policy_plan, platforms, nodes):
+    """The policy's plan with each proposed move that has a target host made
+    a `migrate` action (platforms: {object: platform}; nodes: {host: the
+    Kubernetes node on it}, a KubeVirt VM moving to that node, and staying
+    a proposal when its target host has none); the other proposals stay
+    proposals."""
     actions, kept = list(policy_plan["actions"]), []
     for proposal in policy_plan.get("proposals") or []:
-        if proposal.get("to") and platforms.get(proposal["object"]) == LIBVIRT:
-            actions.append({"action": "migrate", "object": proposal["object"], "vm": proposal["vm"],
-                            "host": proposal["host"], "to": proposal["to"], "rule": "placement",
-                            "reason": proposal["reason"], "wanted_cpus": proposal.get("wanted_cpus")})
+        platform, to = platforms.get(proposal["object"]), proposal.get("to")
+        action = {"action": "migrate", "object": proposal["object"], "vm": proposal["vm"], "host": proposal["host"],
+                  "to": to, "rule": "placement", "reason": proposal["reason"],
+                  "wanted_cpus": proposal.get("wanted_cpus")}
+        if to and platform == LIBVIRT:
+            actions.append(action)
+        elif to and platform == KUBEVIRT and nodes.get(to):
+            actions.append(dict(action, platform=KUBEVIRT, to_node=nodes[to]))
         else:
             kept.append(proposal)
     return dict(policy_plan, actions=actions, proposals=kept)
@@ -115,16 +121,18 @@ def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAUL
     """The plan artefact of a recommend run (domain.plan.make's shape) with
     the rounds it was decided over, the hosts it could not measure and
     whether they fail the run (`unmeasured`). migrate: whether the plan
-    carries the policy's proposed moves of libvirt VMs as `migrate` actions
-    (by default they stay proposals)."""
+    carries the policy's proposed moves as `migrate` actions (by default
+    they stay proposals)."""
     # The share is checked before the replay: a bad one fails before any work.
     verdict = plans.unmeasured([], 0, max_unmeasured_share)
     if not isinstance(migrate, bool):
         raise ValueRangeError("migrate", migrate, "true (the plan carries proposed moves as migrate actions) or false")
     observed = observe.rounds(measured, nodes, kubevirt)
     platforms = dict((policy.vm_key(vm), vm["platform"]) for rounds in observed["rounds"] for vm in rounds[2])
+    nodes = dict((host["name"], (host.get("node") or {}).get("name")) for rounds in observed["rounds"]
+                 for host in rounds[1])
     result = replay(observed, times, params)
-    last = moves_as_actions(result["last"], platforms) if migrate else result["last"]
+    last = moves_as_actions(result["last"], platforms, nodes) if migrate else result["last"]
     made = plans.make(last, result["seen"], now, ttl_seconds)
     made.update(rounds=result["history"], skipped=result["skipped"],
                 unmeasured=plans.unmeasured(result["skipped"], len(measured), verdict["allowed_share"]),

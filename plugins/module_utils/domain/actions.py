@@ -12,8 +12,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
-
 LIBVIRT = "libvirt"
 KUBEVIRT = "kubevirt"
 NODE = "node"
@@ -32,7 +30,7 @@ ACTIONS = {
     "open": {"order": 4, "on": NODE, "effect": "open", "undone_by": "gate"},
     # Only in a plan made with moves opted in (the recommend role's
     # recommend_migrate), never by the closed loop: a placement proposal with
-    # a target host, of a libvirt VM.
+    # a target host (for a KubeVirt VM, one with a node).
     "migrate": {"order": 5, "on": "vm", "effect": "move", "undone_by": None},
 }
 NAMES = ("gate", "weight", "throttle", "relax", "restore", "open", "migrate")
@@ -46,6 +44,7 @@ MODULES = {
 # The module that moves a VM, on the platforms where a plan may move one.
 MOVERS = {
     LIBVIRT: "overcommit.control.libvirt_migrate",
+    KUBEVIRT: "overcommit.control.kubevirt_vm_migrate",
 }
 
 
@@ -68,9 +67,8 @@ def call(action):
     kind = action["action"]
     platform = platform_of(action)
     if kind == "migrate":
-        if platform not in MOVERS:
-            raise ValueRangeError("action", kind, "an action a %s VM can take (%s): a plan moves libvirt VMs only"
-                                  % (platform, ", ".join(n for n in NAMES if n != "migrate")))
+        if platform == KUBEVIRT:
+            return {"module": MOVERS[platform], "args": {"target_node": action["to_node"]}}
         # The role adds the target's URI, from the inventory's host `to`.
         return {"module": MOVERS[platform], "args": {"target_name": action["to"]}}
     if platform == NODE:

@@ -77,7 +77,8 @@ def change_text(action):
     if kind == "restore":
         return "restore exactly (now %s)" % cpus_text(action.get("previous_cpus"))
     if kind == "migrate":
-        return "move live to %s, with its records" % action["to"]
+        node = " (node %s)" % action["to_node"] if action.get("to_node") else ""
+        return "move live to %s%s, with its records" % (action["to"], node)
     if kind == "gate" and action.get("effect"):
         return "gate node (%s)" % action["effect"]
     return "%s node" % kind
@@ -303,7 +304,7 @@ def _failure(result):
 
 def _arrived(result):
     """Whether a move's module found the VM already on its target."""
-    return any(entry.get("already") for entry in result.get("domains") or [])
+    return any(entry.get("already") for entry in result.get("domains") or result.get("vms") or [])
 
 
 def _conflict(result):

@@ -470,22 +470,28 @@ MOVE = {"action": "move", "object": "hv-1/big", "vm": "big", "host": "hv-1", "wa
                   "for the 7.90 it wants"}
 
 
-def test_with_moves_opted_in_a_proposed_move_of_a_libvirt_vm_to_a_host_becomes_a_migrate_action():
+def test_with_moves_opted_in_a_proposed_move_with_a_target_becomes_a_migrate_action():
     throttle = {"action": "throttle", "object": "hv-1/mid", "vm": "mid", "host": "hv-1", "cpus": 1.0, "rule": "contain",
                 "reason": "w-1 waits"}
     nowhere = dict(MOVE, object="hv-1/app-1", vm="app-1", to=None, reason="overloaded; no other host")
     on_kubevirt = dict(MOVE, object="lab/web-1", vm="lab/web-1")
-    policy_plan = {"actions": [throttle], "proposals": [MOVE, nowhere, on_kubevirt]}
+    no_node = dict(MOVE, object="lab/web-2", vm="lab/web-2", to="hv-3")
+    policy_plan = {"actions": [throttle], "proposals": [MOVE, nowhere, on_kubevirt, no_node]}
     made = recommend.moves_as_actions(policy_plan, {"hv-1/big": "libvirt", "hv-1/app-1": "libvirt",
-                                                    "lab/web-1": "kubevirt"})
-    assert made["actions"] == [throttle, {
-        "action": "migrate", "object": "hv-1/big", "vm": "big", "host": "hv-1", "to": "hv-2", "rule": "placement",
-        "reason": MOVE["reason"], "wanted_cpus": 7.9}]
-    # A move with no target host, or of a KubeVirt VM, stays a proposal.
-    assert made["proposals"] == [nowhere, on_kubevirt]
+                                                    "lab/web-1": "kubevirt", "lab/web-2": "kubevirt"},
+                                      {"hv-1": "worker-1", "hv-2": "worker-2", "hv-3": None})
+    move = {"action": "migrate", "object": "hv-1/big", "vm": "big", "host": "hv-1", "to": "hv-2", "rule": "placement",
+            "reason": MOVE["reason"], "wanted_cpus": 7.9}
+    # A KubeVirt VM moves to the node on its target host.
+    assert made["actions"] == [throttle, move, dict(move, object="lab/web-1", vm="lab/web-1", platform="kubevirt",
+                                                    to_node="worker-2")]
+    # A move with no target host, or to a host with no node for a KubeVirt VM, stays a proposal.
+    assert made["proposals"] == [nowhere, no_node]
     artefact = plans.make(made, {"hv-1/mid": {"cap_cpus": None, "throttle_time": None},
-                                 "hv-1/big": {"cap_cpus": 2.0, "throttle_time": "2023-11-14T22:00:00Z"}}, NOW)
+                                 "hv-1/big": {"cap_cpus": 2.0, "throttle_time": "2023-11-14T22:00:00Z"},
+                                 "lab/web-1": {"cap_cpus": None, "throttle_time": None}}, NOW)
     assert plans.summary(artefact)[1].startswith("hv-1/big: move live to hv-2, with its records (placement: victims")
+    assert plans.summary(artefact)[2].startswith("lab/web-1: move live to hv-2 (node worker-2), with its records")
 
 
 def test_without_moves_opted_in_the_plan_has_no_migrate_action_and_a_bad_choice_is_refused_naming_it():

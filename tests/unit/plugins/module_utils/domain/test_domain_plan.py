@@ -312,13 +312,14 @@ def move_action(expected=None):
     return action
 
 
-def test_a_move_is_carried_out_by_libvirt_migrate_to_its_target_and_only_for_libvirt_vms():
+def test_a_move_is_carried_out_by_its_platforms_mover_to_its_target():
     move = move_action()
     assert move["change"] == "move live to hv-2, with its records"
     assert actions.call(move) == {"module": "overcommit.control.libvirt_migrate", "args": {"target_name": "hv-2"}}
-    with pytest.raises(ValueRangeError) as refused:
-        actions.call(dict(move, platform="kubevirt", vm="lab/batch-1"))
-    assert refused.value.field == "action" and "libvirt VMs only" in str(refused.value)
+    on_kubevirt = dict(move, platform="kubevirt", vm="lab/batch-1", object="lab/batch-1", to_node="worker-7")
+    assert plans.change_text(on_kubevirt) == "move live to hv-2 (node worker-7), with its records"
+    assert actions.call(on_kubevirt) == {"module": "overcommit.control.kubevirt_vm_migrate",
+                                         "args": {"target_node": "worker-7"}}
 
 
 def test_review_moves_a_vm_still_as_seen_and_leaves_a_missing_one_to_the_module_to_find_on_its_target():
@@ -349,3 +350,6 @@ def test_a_move_the_module_found_done_already_is_counted_done():
     out = plans.outcome(review, [(move, already)])
     assert (out["applied"], out["done"]) == ([], ["hv-1/batch-1"])
     assert out["lines"] == ["already applied: hv-1/batch-1: move live to hv-2, with its records"]
+    # KubeVirt's mover reports per VM under `vms`: a move under way or done.
+    under_way = {"changed": False, "vms": [{"name": "batch-1", "already": True, "msg": "a move is under way: m-1"}]}
+    assert plans.outcome(review, [(move, under_way)])["done"] == ["hv-1/batch-1"]
