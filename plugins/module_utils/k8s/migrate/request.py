@@ -34,8 +34,8 @@ def check_request(params):
     """The task's options, validated before any API call; raises
     ValueRangeError naming the field and the allowed values."""
     if not params.get("names"):
-        raise ValueRangeError("names", params.get("names"), "names of running VirtualMachineInstances to move "
-                                                             "(at least one)")
+        raise ValueRangeError("names", params.get("names"),
+                              "names of running VirtualMachineInstances to move (at least one)")
     metadata.check_object_name("namespace", params.get("namespace"))
     for index, name in enumerate(params["names"]):
         metadata.check_object_name("names[%d]" % index, name)
