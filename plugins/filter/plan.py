@@ -131,6 +131,15 @@ def plan_outcome(review, results=None, check_mode=False):
     return plans.outcome(review, [(r.get("item"), r) for r in results or [] if isinstance(r, dict)], bool(check_mode))
 
 
+@filter_guard
+def plan_unreached(plan, hosts, only=None):
+    """The plan's actions on VMs of hypervisor `hosts` that reported no
+    outcome (unreachable, or their play failed), each not applied and
+    named: plan_outcome's shape."""
+    selected = plans.select(plans.check(plan, float("-inf")), _names(only))
+    return plans.unreached(plan, selected, set(hosts or []))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -139,4 +148,5 @@ class FilterModule(object):
             "plan_invalid": plan_invalid,
             "plan_review": plan_review,
             "plan_outcome": plan_outcome,
+            "plan_unreached": plan_unreached,
         }

@@ -342,3 +342,16 @@ def outcome(review, results, check_mode=False):
         out["refused"].append(action["object"])
         out["lines"].append("refused: %s: %s" % (action["object"], action["refused"]))
     return out
+
+
+def unreached(plan, actions, hosts):
+    """The outcome of `actions` (of the plan) on VMs of hypervisor `hosts`
+    that reported none: not applied, each a failure naming its host, so a
+    host the run could not reach (or whose play failed) is never silent."""
+    out = {"plan": plan["id"], "applied": [], "done": [], "refused": [], "failed": [], "conflict": [], "lines": []}
+    for action in actions:
+        if action.get("vm") and action_table.platform_of(action) == action_table.LIBVIRT and action["host"] in hosts:
+            out["failed"].append(action["object"])
+            out["lines"].append("not applied: %s: %s: host %s was not reached (unreachable, or its play failed)" % (
+                action["object"], action["change"], action["host"]))
+    return out

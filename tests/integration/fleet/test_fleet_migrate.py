@@ -5,7 +5,9 @@ tests/testbed/lab sets it up), over SSH as `ocadmin`. First libvirt_migrate
 in check mode changes nothing; then apply_plan.yml carries out an approved
 plan's `migrate` action with libvirt_migrate, the target's URI taken from
 the inventory's libvirt_migration_uri, and a second apply finds the guest
-on its target and calls the action already applied; libvirt_cputune then
+on its target and calls the action already applied (both runs name, and
+fail on, the plan's action on a hypervisor of the inventory that cannot be
+reached, after the others); libvirt_cputune then
 restores the guest exactly where it landed. Judged on each host's own
 libvirtd, read as root over SSH: where the guest is defined and runs, its
 live tuning, its stored definition and the collection's record in both.
@@ -27,6 +29,7 @@ domain/migration.py: each module run on these hosts costs some 15 s."""
 
 import json
 import re
+import socket
 import time
 import xml.etree.ElementTree as ET
 
@@ -61,20 +64,39 @@ def state(host):
     return (schedinfo,) + tuple(ET.canonicalize(document, strip_text=True) for document in documents)
 
 
+GONE = "oc-lab-hv-gone"  # a hypervisor of the inventory that cannot be reached
+
+
 def move_plan(record):
     """An approved plan moving the guest, as it was seen throttled (its cap
-    and its throttle record's time: what apply compares before it moves)."""
-    key = "%s/%s" % (SOURCE, GUEST)
-    action = {"action": "migrate", "object": key, "vm": GUEST, "host": SOURCE, "to": TARGET, "rule": "placement",
-              "reason": "victims still wait with every culprit at its floor, 3 cycles in a row"}
-    seen = {key: {"cap_cpus": 0.5, "throttle_time": re.search(r' time="([^"]+)"', record).group(1)}}
-    return plans.make({"actions": [action]}, seen, time.time(), 600)
+    and its throttle record's time: what apply compares before it moves),
+    and throttling a VM of a host the run cannot reach."""
+    key, elsewhere = "%s/%s" % (SOURCE, GUEST), "%s/oc-gone-1" % GONE
+    move = {"action": "migrate", "object": key, "vm": GUEST, "host": SOURCE, "to": TARGET, "rule": "placement",
+            "reason": "victims still wait with every culprit at its floor, 3 cycles in a row"}
+    throttle = {"action": "throttle", "object": elsewhere, "vm": "oc-gone-1", "host": GONE, "cpus": 0.5,
+                "previous_cpus": None, "rule": "contain", "reason": "oc-gone-2 waits"}
+    seen = {key: {"cap_cpus": 0.5, "throttle_time": re.search(r' time="([^"]+)"', record).group(1)},
+            elsewhere: {"cap_cpus": None, "throttle_time": None}}
+    return plans.make({"actions": [move, throttle]}, seen, time.time(), 600)
+
+
+def gone_inventory(tmp_path, lab):
+    """An inventory adding GONE to the fleet's hypervisors: SSH to a port of
+    this machine nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = tmp_path / "gone.yml"
+    path.write_text("hypervisors:\n  hosts:\n    %s:\n      ansible_host: 127.0.0.1\n      ansible_port: %d\n"
+                    "      ansible_connection: ssh\n      ansible_user: ocadmin\n" % (GONE, port))
+    return [lab["OVERCOMMIT_FLEET_INVENTORY"], str(path)]
 
 
 def outcome_lines(completed):
     """The lines apply_plan.yml says at its end of what the whole plan did."""
     said = completed.stdout[completed.stdout.rindex('"plan plan-'):]
-    return re.findall(r'"((?:applied|already applied|refused|failed|left alone): [^"]*)"', said)
+    return re.findall(r'"((?:applied|already applied|refused|failed|left alone|not applied): [^"]*)"', said)
 
 
 def test_a_throttled_vm_moves_live_by_an_approved_plan_with_its_records_and_restore_is_exact_where_it_landed(
@@ -101,23 +123,27 @@ def test_a_throttled_vm_moves_live_by_an_approved_plan_with_its_records_and_rest
             "%s: not moved: %s is shut off: a live move needs it running" % (STOPPED, STOPPED)], checked["summary"]
         assert where(fleet) == placed_before and state(source) == before
 
-        # The approved plan's move, carried out by apply_plan.yml on the source.
+        # The approved plan's move, carried out by apply_plan.yml on the source; the action of a host
+        # the run cannot reach is named, not applied, and fails the run after the others.
         plan_file = tmp_path / "plan.json"
         plan_file.write_text(json.dumps(move_plan(before[1])))
-        moved = run_playbook("apply_plan.yml", {"plan_file": str(plan_file)}, inventory=inventory)
-        assert moved.returncode == 0, moved.stdout[-4000:]
+        with_gone = gone_inventory(tmp_path, lab)
+        unreached = ("not applied: %s/oc-gone-1: throttle to 0.5 CPU, was unlimited: host %s was not reached "
+                     "(unreachable, or its play failed)" % (GONE, GONE))
+        moved = run_playbook("apply_plan.yml", {"plan_file": str(plan_file)}, inventory=with_gone)
+        assert moved.returncode != 0, moved.stdout[-4000:]
         assert outcome_lines(moved) == ["applied: %s/%s: move live to %s, with its records (placement)"
-                                        % (SOURCE, GUEST, TARGET)], moved.stdout[-4000:]
+                                        % (SOURCE, GUEST, TARGET), unreached], moved.stdout[-4000:]
         # On the target only, running, with the same tuning (the throttle in force), the same record in
         # its running and stored definitions, and the same stored definition.
         placed = where(fleet)
         assert GUEST not in placed[SOURCE][0] and GUEST in placed[TARGET][1], placed
         assert state(target) == before
         # Applied again: the guest is found on its target, the action already applied, nothing moves.
-        again = run_playbook("apply_plan.yml", {"plan_file": str(plan_file)}, inventory=inventory)
-        assert again.returncode == 0, again.stdout[-4000:]
+        again = run_playbook("apply_plan.yml", {"plan_file": str(plan_file)}, inventory=with_gone)
+        assert again.returncode != 0, again.stdout[-4000:]
         assert outcome_lines(again) == ["already applied: %s/%s: move live to %s, with its records"
-                                        % (SOURCE, GUEST, TARGET)], again.stdout[-4000:]
+                                        % (SOURCE, GUEST, TARGET), unreached], again.stdout[-4000:]
         assert where(fleet) == placed
 
         # Restore where it landed gives back exactly what the throttle replaced, there.

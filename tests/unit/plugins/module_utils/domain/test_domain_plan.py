@@ -353,3 +353,15 @@ def test_a_move_the_module_found_done_already_is_counted_done():
     # KubeVirt's mover reports per VM under `vms`: a move under way or done.
     under_way = {"changed": False, "vms": [{"name": "batch-1", "already": True, "msg": "a move is under way: m-1"}]}
     assert plans.outcome(review, [(move, under_way)])["done"] == ["hv-1/batch-1"]
+
+
+def test_the_actions_of_a_host_that_reported_nothing_are_named_not_applied():
+    here, there = vm_action("throttle", 0.5), dict(vm_action("throttle", 0.75), host="hv-2", object="hv-2/web-1")
+    kubevirt = dict(vm_action("throttle", 0.5), platform="kubevirt", vm="lab/web-2", object="lab/web-2", host="hv-2")
+    made = a_plan(here, there, kubevirt, node_action("gate"))
+    out = plans.unreached(made, made["actions"], {"hv-2"})
+    # The KubeVirt VM and the node are applied from the control node, whatever the hypervisor.
+    assert (out["failed"], out["applied"]) == (["hv-2/web-1"], [])
+    assert out["lines"] == ["not applied: hv-2/web-1: throttle to 0.75 CPU, was unlimited: host hv-2 was not reached "
+                            "(unreachable, or its play failed)"]
+    assert plans.unreached(made, made["actions"], set())["lines"] == []
