@@ -133,9 +133,13 @@ def plan_outcome(review, results=None, check_mode=False):
 
 @filter_guard
 def plan_unreached(plan, hosts, only=None):
-    """The plan's actions on VMs of hypervisor `hosts` that reported no
+    """The plan's actions on VMs of hypervisor hosts that reported no
     outcome (unreachable, or their play failed), each not applied and
-    named: plan_outcome's shape."""
+    named: plan_outcome's shape. hosts: those hosts, or a mapping of the
+    hosts the run targeted to the outcome each kept (none when it kept
+    none)."""
+    if isinstance(hosts, dict):
+        hosts = [host for host, kept in hosts.items() if not kept]
     selected = plans.select(plans.check(plan, float("-inf")), _names(only))
     return plans.unreached(plan, selected, set(hosts or []))
 

@@ -95,7 +95,8 @@ def gone_inventory(tmp_path, lab):
 
 def outcome_lines(completed):
     """The lines apply_plan.yml says at its end of what the whole plan did."""
-    said = completed.stdout[completed.stdout.rindex('"plan plan-'):]
+    said = completed.stdout[completed.stdout.rindex("Say what the plan did"):]
+    said = said[:said.find("TASK [", 1)]
     return re.findall(r'"((?:applied|already applied|refused|failed|left alone|not applied): [^"]*)"', said)
 
 

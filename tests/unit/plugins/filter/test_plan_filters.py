@@ -16,6 +16,7 @@ recommend_plan = FILTERS["recommend_plan"]
 plan_invalid = FILTERS["plan_invalid"]
 plan_review = FILTERS["plan_review"]
 plan_outcome = FILTERS["plan_outcome"]
+plan_unreached = FILTERS["plan_unreached"]
 
 NOW = 1_700_000_000.0
 
@@ -197,3 +198,15 @@ def test_plan_outcome_bad_input_fails_naming_the_filter():
     with pytest.raises(AnsibleFilterError) as error:
         plan_outcome({"apply": []}, [])
     assert str(error.value).startswith("plan_outcome: ")
+
+
+def test_plan_unreached_names_the_actions_of_the_hosts_that_kept_no_outcome():
+    plan = a_plan()
+    (line,) = plan_unreached(plan, ["hv-1"])["lines"]
+    assert line.startswith("not applied: hv-1/noisy: throttle to ") and line.endswith(
+        ": host hv-1 was not reached (unreachable, or its play failed)")
+    # As the role passes it: every host targeted, with the outcome it kept.
+    assert plan_unreached(plan, {"hv-1": None, "hv-2": None})["failed"] == ["hv-1/noisy"]
+    assert plan_unreached(plan, {"hv-1": {"plan": plan["id"], "lines": []}, "hv-2": None})["failed"] == []
+    # `only` narrows the actions; a node's action is never a host's.
+    assert plan_unreached(plan, ["hv-1"], ["worker-1"])["failed"] == []
