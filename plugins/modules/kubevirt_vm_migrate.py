@@ -18,8 +18,9 @@ description:
     M(overcommit.control.libvirt_migrate) for KubeVirt, as the relief when brakes cannot help. The control policy
     only proposes moves; a person or a playbook decides, and the closed loop never moves a VM.
   - Each move is judged first, on what the API shows, and refused before anything is created when it cannot
-    work - the VMI is not C(Running), KubeVirt's C(LiveMigratable) condition is false (with its reason), the VM
-    has the collection's kill switch set, or O(target_node) is not a node of the cluster.
+    work - the VMI is not C(Running), KubeVirt's C(LiveMigratable) condition is false (with its reason), or
+    O(target_node) is not a node of the cluster. The collection's kill switch holds the closed loop back, not a
+    person: a move asked for with this module is judged like any other.
   - A VMI with a migration KubeVirt has not finished, or already on O(target_node), is reported unchanged with
     C(already) and the reason; a rerun asks for nothing more.
   - The collection's records stay on the VMI, which is the same object after the move. A CPU brake

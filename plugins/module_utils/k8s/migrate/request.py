@@ -66,11 +66,12 @@ def unfinished(migrations, name):
     return None
 
 
-def judge(vmi, migrations, target_node, node_found, prefix):
+def judge(vmi, migrations, target_node, node_found):
     """What to do with one VMI: ("move", None), ("already", why) or
     ("refuse", why). migrations: the namespace's migration objects;
     node_found: whether target_node is a node of the cluster (True when
-    no target is asked)."""
+    no target is asked). The kill switch holds the loop back, not a
+    person: a move asked for is judged like any other."""
     name = vmi["metadata"]["name"]
     status = vmi.get("status") or {}
     source = status.get("nodeName")
@@ -83,9 +84,6 @@ def judge(vmi, migrations, target_node, node_found, prefix):
     phase = status.get("phase")
     if phase != "Running":
         return "refuse", "%s is %s: a live move needs it Running" % (name, phase or "not started")
-    labels = (vmi.get("metadata") or {}).get("labels") or {}
-    if labels.get(metadata.paused_key(prefix)) == "true":
-        return "refuse", "%s has the kill switch set (%s=true): nothing moves it" % (name, metadata.paused_key(prefix))
     migratable = condition(vmi, "LiveMigratable")
     if migratable.get("status") == "False":
         return "refuse", "KubeVirt says %s cannot move live: %s%s" % (

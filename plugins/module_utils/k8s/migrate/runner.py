@@ -48,8 +48,7 @@ class VmiMigrateRunner(object):
             return
         result.update(changed=False, node=(vmi.get("status") or {}).get("nodeName"),
                       target_node=self.request["target_node"])
-        verdict, why = migrate.judge(vmi, self.migrations, self.request["target_node"], self.node_found,
-                                     self.request["prefix"])
+        verdict, why = migrate.judge(vmi, self.migrations, self.request["target_node"], self.node_found)
         if verdict == "refuse":
             result.update(failed=True, refused=True, msg=why)
         elif verdict == "already":

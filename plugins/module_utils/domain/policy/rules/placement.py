@@ -2,8 +2,8 @@
 # Copyright: overcommit.control contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """placement: when victims still wait with every culprit at its floor, or a host is overloaded
-with no culprit, for placement_cycles cycles in a row, propose moving a VM (never applied by the loop; a plan made with moves opted in carries it as a
-migrate action a person approves)."""
+with no culprit, for placement_cycles cycles in a row, propose moving a VM (never applied by the
+loop; a plan made with moves opted in carries it as a migrate action a person approves)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -12,11 +12,8 @@ import pytest
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.migrate import request as migrate
 
-PREFIX = "overcommit.control/"
-
-
-def vmi(name="batch-3", phase="Running", node="worker-2", conditions=(), labels=None):
-    return {"metadata": {"name": name, "labels": labels or {}},
+def vmi(name="batch-3", phase="Running", node="worker-2", conditions=()):
+    return {"metadata": {"name": name},
             "status": {"phase": phase, "nodeName": node, "conditions": list(conditions)}}
 
 
@@ -45,9 +42,9 @@ def test_bad_options_are_refused_naming_the_field(changes, field):
 
 
 def test_a_running_migratable_vmi_moves():
-    assert migrate.judge(vmi(), [], "worker-7", True, PREFIX) == ("move", None)
+    assert migrate.judge(vmi(), [], "worker-7", True) == ("move", None)
     # Without a target KubeVirt's scheduler picks one.
-    assert migrate.judge(vmi(), [], None, True, PREFIX) == ("move", None)
+    assert migrate.judge(vmi(), [], None, True) == ("move", None)
 
 
 @pytest.mark.parametrize("subject, target, node_found, why", [
@@ -55,26 +52,24 @@ def test_a_running_migratable_vmi_moves():
     (vmi(conditions=[{"type": "LiveMigratable", "status": "False", "reason": "DisksNotLiveMigratable",
                       "message": "cannot migrate VMI: PVC rootdisk is not shared"}]), None, True,
      "KubeVirt says batch-3 cannot move live: DisksNotLiveMigratable: cannot migrate VMI: PVC rootdisk is not shared"),
-    (vmi(labels={PREFIX + "paused": "true"}), None, True,
-     "batch-3 has the kill switch set (overcommit.control/paused=true): nothing moves it"),
     (vmi(), "worker-9", False, "target_node worker-9 is not a node of the cluster"),
 ])
 def test_what_cannot_work_is_refused_with_the_reason(subject, target, node_found, why):
-    assert migrate.judge(subject, [], target, node_found, PREFIX) == ("refuse", why)
+    assert migrate.judge(subject, [], target, node_found) == ("refuse", why)
 
 
 def test_a_move_under_way_or_done_already_asks_for_nothing():
     under_way = [migration("other", None, "m-0"), migration("batch-3", "Succeeded", "m-1"),
                  migration("batch-3", "Running", "m-2")]
-    assert migrate.judge(vmi(), under_way, "worker-7", True, PREFIX) == (
+    assert migrate.judge(vmi(), under_way, "worker-7", True) == (
         "already", "a move is under way: m-2 (Running)")
     # Just created, KubeVirt has not given it a phase yet.
-    assert migrate.judge(vmi(), [migration("batch-3", None, "m-3")], None, True, PREFIX)[1] == \
+    assert migrate.judge(vmi(), [migration("batch-3", None, "m-3")], None, True)[1] == \
         "a move is under way: m-3 (Pending)"
-    assert migrate.judge(vmi(node="worker-7"), [], "worker-7", True, PREFIX) == (
+    assert migrate.judge(vmi(node="worker-7"), [], "worker-7", True) == (
         "already", "runs on worker-7 already: nothing to move")
     # Finished migrations are history: a new move is asked for.
-    assert migrate.judge(vmi(), under_way[:2], "worker-7", True, PREFIX) == ("move", None)
+    assert migrate.judge(vmi(), under_way[:2], "worker-7", True) == ("move", None)
 
 
 def test_the_migration_object_names_the_vmi_the_target_node_and_the_reason():
