@@ -107,7 +107,7 @@ def read_quotas(inventories, workdir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--repeat", type=int, default=3)
     options = parser.parse_args()
     env = lab_env()
