@@ -86,6 +86,17 @@ class FleetHost:
         return dict((guest, "/sys/fs/cgroup" + os.path.dirname(line)) for guest, line in zip(guests, lines))
 
 
+class LocalHost:
+    """This machine's libvirtd, read as root with virsh."""
+
+    name = "lab-hypervisor"
+
+    def virsh_each(self, *commands):
+        return [subprocess.run(["virsh", "-c", "qemu:///system"] + list(args), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, check=True).stdout
+                for args in commands]
+
+
 def on_each(hosts, call):
     """{host name: call(host)} for every host at once: each waits on its own
     SSH logins and the hosts' own CPUs."""

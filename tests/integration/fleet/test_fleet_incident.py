@@ -5,26 +5,13 @@ inventory made of the lab's and the fleet's (-i both), as an operator names
 VMs during an incident without saying which host has them. Judged by reading
 each libvirtd directly: virsh on this machine, virsh over SSH on the VMs."""
 
-import subprocess
-
-from fleet_hosts import FleetHost, on_each
+from fleet_hosts import FleetHost, LocalHost, on_each
 from run_module import INVENTORY, run_playbook
 
 # One idle guest on each host, each name on one host only.
 GUESTS = {"lab-hypervisor": "oc-lab-idle-1", "oc-lab-hv-1": "oc-hv1-idle-1", "oc-lab-hv-2": "oc-hv2-idle-1"}
 NOWHERE = "oc-nowhere-17"
 THROTTLE_NAMESPACE = "https://overcommit.control/xmlns/throttle/1"
-
-
-class LocalHost:
-    """This machine's libvirtd, read as root with virsh."""
-
-    name = "lab-hypervisor"
-
-    def virsh_each(self, *commands):
-        return [subprocess.run(["virsh", "-c", "qemu:///system"] + list(args), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True, check=True).stdout
-                for args in commands]
 
 
 def playbook(lab, name, extra_vars, *options):

@@ -1,0 +1,82 @@
+"""playbooks/rollout.yml across the lab's fleet of three hypervisors, each
+host a unit of the rollout: oc-lab-hv-1 the canary, then oc-lab-hv-2, then
+lab-hypervisor, one at a time (rollout_serial 1), each classifying its idle
+guest burstable with a baseline (libvirt_vm_class), over SSH as `ocadmin` for
+the two VMs. oc-lab-hv-2's health thresholds ask for a run queue no host has
+(the reader itself runs), so its wave is unhealthy: it is put back exactly
+and the rollout stops there; lab-hypervisor's wave never runs. Judged by
+reading each libvirtd directly: the guest's metadata in its running
+definition, its running scheduler parameters and its stored definition
+(canonical XML), as root over SSH on the VMs and with virsh here."""
+
+import difflib
+import shlex
+import xml.etree.ElementTree as ET
+
+import yaml
+
+from fleet_hosts import FleetHost, LocalHost, on_each
+from run_module import INVENTORY, run_playbook
+
+GUESTS = {"lab-hypervisor": "oc-lab-idle-1", "oc-lab-hv-1": "oc-hv1-idle-1", "oc-lab-hv-2": "oc-hv2-idle-1"}
+CANARY, UNHEALTHY, NEVER = "oc-lab-hv-1", "oc-lab-hv-2", "lab-hypervisor"
+
+
+def definitions(hosts):
+    """{host: (its guest's running metadata, its running schedinfo, its
+    stored definition)}: what a wave changes, the XML canonical."""
+    def read(host):
+        live, schedinfo, stored = host.virsh_each(("dumpxml", GUESTS[host.name]), ("schedinfo", GUESTS[host.name]),
+                                                  ("dumpxml", "--inactive", GUESTS[host.name]))
+        metadata = ET.fromstring(live).find("metadata")
+        return (ET.canonicalize(ET.tostring(metadata, encoding="unicode") if metadata is not None else "<none/>",
+                                strip_text=True), schedinfo, ET.canonicalize(stored, strip_text=True))
+    return on_each(hosts, read)
+
+
+def changes(before, after):
+    """What differs between two readings of definitions(), line by line."""
+    return ["".join(difflib.unified_diff(old.replace("><", ">\n<").splitlines(True),
+                                         new.replace("><", ">\n<").splitlines(True), n=1))
+            for old, new in zip(before, after)]
+
+
+def rollout_inventory(tmp_path):
+    """The group rollout (the three hosts, the canary first) with each unit's wave."""
+    units = {}
+    for host, guest in GUESTS.items():
+        units[host] = {"rollout_wave_libvirt_classes": {guest: "burstable"},
+                       "rollout_wave_libvirt_baselines": {guest: 0.5},
+                       "rollout_wave_health": {"max_failed": 0}, "rollout_wave_health_sample_seconds": 0.5,
+                       "rollout_wave_reason": "fleet rollout test"}
+    units[UNHEALTHY]["rollout_wave_health"] = {"max_failed": 0, "max_run_queue_per_cpu": 0}
+    path = tmp_path / "rollout.yml"
+    path.write_text(yaml.safe_dump({"rollout": {"hosts": units, "children": {"canary": {"hosts": {CANARY: None}}}}}))
+    return str(path)
+
+
+def test_the_canary_host_then_an_unhealthy_host_put_back_exactly_and_the_rest_untouched(lab, tmp_path):
+    hosts = [LocalHost(), FleetHost(lab, CANARY), FleetHost(lab, UNHEALTHY)]
+    canary, guest = hosts[1], GUESTS[CANARY]
+    stored = canary.virsh("dumpxml", "--inactive", guest)
+    before = definitions(hosts)
+    inventory = [INVENTORY, lab["OVERCOMMIT_FLEET_INVENTORY"], rollout_inventory(tmp_path)]
+    try:
+        completed = run_playbook("rollout.yml", {"rollout_serial": 1}, inventory=inventory)
+        output = completed.stdout
+        assert completed.returncode != 0, output[-4000:]
+        assert "unhealthy after its wave: " in output and "runnable tasks per CPU is above 0" in output, output[-4000:]
+        assert "the wave was put back and the rollout stops here" in output, output[-4000:]
+        after = definitions(hosts)
+        # The canary classified, running and stored; the unhealthy host back exactly; the last never reached.
+        for definition in (after[CANARY][0], after[CANARY][2]):
+            assert ">burstable</" in definition and ">0.5</" in definition, definition
+        for host in (UNHEALTHY, NEVER):
+            assert after[host] == before[host], changes(before[host], after[host])
+        (recap,) = [line for line in output.split("PLAY RECAP")[-1].splitlines() if line.startswith(NEVER)]
+        assert " changed=0 " in recap and " failed=0 " in recap, recap
+    finally:
+        # The canary's guest as it was: its stored definition, and running again from it.
+        canary.ssh("virsh -q -c qemu:///system destroy {0} >/dev/null 2>&1\n"
+                   "virsh -q -c qemu:///system define /dev/stdin >/dev/null <<'XML'\n{1}XML\n"
+                   "virsh -q -c qemu:///system start {0} >/dev/null\n".format(shlex.quote(guest), stored))
