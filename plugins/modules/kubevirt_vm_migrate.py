@@ -20,7 +20,7 @@ description:
   - Each move is judged first, on what the API shows, and refused before anything is created when it cannot
     work - the VMI is not C(Running), KubeVirt's C(LiveMigratable) condition is false (with its reason), or
     O(target_node) is not a node of the cluster. The collection's kill switch holds the closed loop back, not a
-    person: a move asked for with this module is judged like any other.
+    person, so a move asked for with this module is judged like any other.
   - A VMI with a migration KubeVirt has not finished, or already on O(target_node), is reported unchanged with
     C(already) and the reason; a rerun asks for nothing more.
   - The collection's records stay on the VMI, which is the same object after the move. A CPU brake

@@ -163,3 +163,19 @@ def test_a_throttled_vm_moves_live_by_an_approved_plan_with_its_records_and_rest
                        "virsh -q -c qemu:///system start %s >/dev/null" % (original[1], GUEST))
         else:
             run_module("libvirt_cputune", {"domains": [GUEST], "state": "restored"}, host=SOURCE, inventory=inventory)
+
+
+def test_one_plan_over_the_fleet_measures_each_reachable_host_and_names_the_one_it_cannot_reach(lab, tmp_path):
+    """recommend.yml over both hypervisor VMs and one that cannot be
+    reached: the plan is written, each reachable host measured in its
+    rounds, the other named as not measured, and the run fails on it after
+    writing the plan (max_unmeasured_share 0, the default)."""
+    plan_dir = tmp_path / "recommended"
+    completed = run_playbook("recommend.yml", {"plan_dir": str(plan_dir), "samples": 1, "interval": 1},
+                             inventory=gone_inventory(tmp_path, lab))
+    assert completed.returncode != 0, completed.stdout[-4000:]
+    made = json.loads((plan_dir / "plan.json").read_text())
+    assert [entry["host"] for entry in made["skipped"]] == [GONE], made["skipped"]
+    assert (made["unmeasured"]["count"], made["unmeasured"]["hosts"]) == (1, 3), made["unmeasured"]
+    assert "not measured: %s: not measured (unreachable, or its play failed)" % GONE in made["summary"], made["summary"]
+    assert "could not be measured" in completed.stdout and GONE in completed.stdout, completed.stdout[-4000:]

@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.overcommit.control.plugins.module_utils.common.errors import ValueRangeError
 from ansible_collections.overcommit.control.plugins.module_utils.k8s.migrate import request as migrate
 
+
 def vmi(name="batch-3", phase="Running", node="worker-2", conditions=()):
     return {"metadata": {"name": name},
             "status": {"phase": phase, "nodeName": node, "conditions": list(conditions)}}
