@@ -1,16 +1,20 @@
 """playbooks/rollout.yml across the lab's fleet of three hypervisors, each
-host a unit of the rollout: oc-lab-hv-1 the canary, then oc-lab-hv-2, then
-lab-hypervisor, one at a time (rollout_serial 1), each classifying its idle
-guest burstable with a baseline (libvirt_vm_class), over SSH as `ocadmin` for
-the two VMs. oc-lab-hv-2's health thresholds ask for a run queue no host has
-(the reader itself runs), so its wave is unhealthy: it is put back exactly
-and the rollout stops there; lab-hypervisor's wave never runs. Judged by
+host a unit of the rollout: oc-lab-hv-1 the canary, then lab-hypervisor,
+then oc-lab-hv-2, one at a time (rollout_serial 1; the waves take the units
+in inventory order, and lab-hypervisor comes first in the lab's), each
+classifying its idle guest burstable with a baseline (libvirt_vm_class),
+over SSH as `ocadmin` for the two VMs. lab-hypervisor's health thresholds
+ask for a run queue no host has (the reader itself runs), so its wave is
+unhealthy: it is put back exactly and the rollout stops there;
+oc-lab-hv-2's wave never runs. Afterwards every guest is given back its
+stored definition and running metadata as they were. Judged by
 reading each libvirtd directly: the guest's metadata in its running
 definition, its running scheduler parameters and its stored definition
 (canonical XML), as root over SSH on the VMs and with virsh here."""
 
 import difflib
 import shlex
+import subprocess
 import xml.etree.ElementTree as ET
 
 import yaml
@@ -19,7 +23,8 @@ from fleet_hosts import FleetHost, LocalHost, on_each
 from run_module import INVENTORY, run_playbook
 
 GUESTS = {"lab-hypervisor": "oc-lab-idle-1", "oc-lab-hv-1": "oc-hv1-idle-1", "oc-lab-hv-2": "oc-hv2-idle-1"}
-CANARY, UNHEALTHY, NEVER = "oc-lab-hv-1", "oc-lab-hv-2", "lab-hypervisor"
+CANARY, UNHEALTHY, NEVER = "oc-lab-hv-1", "lab-hypervisor", "oc-lab-hv-2"
+CLASS_NAMESPACE = "https://overcommit.control/xmlns/vm/1"
 
 
 def definitions(hosts):
@@ -41,6 +46,25 @@ def changes(before, after):
             for old, new in zip(before, after)]
 
 
+def originals(hosts):
+    """{host: (its guest's stored definition, the collection's class record
+    in its running definition)}, as virsh prints them: what put_back writes."""
+    return on_each(hosts, lambda host: tuple(host.virsh_each(
+        ("dumpxml", "--inactive", GUESTS[host.name]), ("metadata", GUESTS[host.name], "--uri", CLASS_NAMESPACE))))
+
+
+def put_back(host, stored, running_record):
+    """The guest's stored definition and running class record as they were."""
+    guest = shlex.quote(GUESTS[host.name])
+    script = ("virsh -q -c qemu:///system define /dev/stdin >/dev/null <<'XML'\n%sXML\n"
+              "virsh -q -c qemu:///system metadata %s --live --uri %s --key oc --set %s >/dev/null\n"
+              % (stored, guest, CLASS_NAMESPACE, shlex.quote(running_record.strip())))
+    if isinstance(host, LocalHost):
+        subprocess.run(["bash", "-c", script], check=True)
+    else:
+        host.ssh(script)
+
+
 def rollout_inventory(tmp_path):
     """The group rollout (the three hosts, the canary first) with each unit's wave."""
     units = {}
@@ -56,9 +80,8 @@ def rollout_inventory(tmp_path):
 
 
 def test_the_canary_host_then_an_unhealthy_host_put_back_exactly_and_the_rest_untouched(lab, tmp_path):
-    hosts = [LocalHost(), FleetHost(lab, CANARY), FleetHost(lab, UNHEALTHY)]
-    canary, guest = hosts[1], GUESTS[CANARY]
-    stored = canary.virsh("dumpxml", "--inactive", guest)
+    hosts = [LocalHost(), FleetHost(lab, CANARY), FleetHost(lab, NEVER)]
+    kept = originals(hosts)
     before = definitions(hosts)
     inventory = [INVENTORY, lab["OVERCOMMIT_FLEET_INVENTORY"], rollout_inventory(tmp_path)]
     try:
@@ -76,7 +99,6 @@ def test_the_canary_host_then_an_unhealthy_host_put_back_exactly_and_the_rest_un
         (recap,) = [line for line in output.split("PLAY RECAP")[-1].splitlines() if line.startswith(NEVER)]
         assert " changed=0 " in recap and " failed=0 " in recap, recap
     finally:
-        # The canary's guest as it was: its stored definition, and running again from it.
-        canary.ssh("virsh -q -c qemu:///system destroy {0} >/dev/null 2>&1\n"
-                   "virsh -q -c qemu:///system define /dev/stdin >/dev/null <<'XML'\n{1}XML\n"
-                   "virsh -q -c qemu:///system start {0} >/dev/null\n".format(shlex.quote(guest), stored))
+        for host in hosts:
+            put_back(host, *kept[host.name])
+    assert definitions(hosts) == before
