@@ -128,11 +128,13 @@ def recommend(measured, nodes, times, now, params=None, ttl_seconds=plans.DEFAUL
     if not isinstance(migrate, bool):
         raise ValueRangeError("migrate", migrate, "true (the plan carries proposed moves as migrate actions) or false")
     observed = observe.rounds(measured, nodes, kubevirt)
-    platforms = dict((policy.vm_key(vm), vm["platform"]) for rounds in observed["rounds"] for vm in rounds[2])
-    nodes = dict((host["name"], (host.get("node") or {}).get("name")) for rounds in observed["rounds"]
-                 for host in rounds[1])
     result = replay(observed, times, params)
-    last = moves_as_actions(result["last"], platforms, nodes) if migrate else result["last"]
+    last = result["last"]
+    if migrate:
+        platforms = dict((policy.vm_key(vm), vm["platform"]) for rounds in observed["rounds"] for vm in rounds[2])
+        nodes_of_hosts = dict((host["name"], (host.get("node") or {}).get("name")) for rounds in observed["rounds"]
+                              for host in rounds[1])
+        last = moves_as_actions(last, platforms, nodes_of_hosts)
     made = plans.make(last, result["seen"], now, ttl_seconds)
     made.update(rounds=result["history"], skipped=result["skipped"],
                 unmeasured=plans.unmeasured(result["skipped"], len(measured), verdict["allowed_share"]),
