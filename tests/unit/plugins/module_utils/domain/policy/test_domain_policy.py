@@ -1284,3 +1284,12 @@ def test_a_demoted_weight_no_weight_can_keep_the_floor_of_any_more_is_restored_e
     assert kinds(second) == [("restore", "spinner")], second
     assert "no demoted CPU weight keeps its floor of 0.25 CPUs any more" in second["actions"][0]["reason"]
     assert "weight" not in (second["state"]["vms"].get("hv-1/spinner") or {})
+
+
+def test_a_stored_trigger_history_of_another_shape_starts_over_instead_of_failing_the_cycle():
+    """A state written by hand or by another tool (its `hist` a list, not the
+    policy's text of 0s and 1s) is read as no history."""
+    vms = [vm("spinner", 0.95, 0.05, vcpus=1, state={"hist": [1, 1]}), vm("light", 0.05, 0.05, vcpus=1)]
+    plan = decide([host(cpus=2)], vms)
+    assert plan["state"]["vms"]["hv-1/spinner"] is None or isinstance(
+        plan["state"]["vms"]["hv-1/spinner"].get("hist", ""), str), plan["state"]["vms"]
