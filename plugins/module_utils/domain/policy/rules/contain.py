@@ -18,8 +18,8 @@ from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class
 
 # This rule's parameters: name: (default, low, high, what it is).
 PARAMETERS = {
-    "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess at which a VM that waits too is "
-                                          "its peer, not its victim (a culprit peer is still cut)"),
+    "culprit_peer_share": (0.5, 0.0, 1.0, "share of the biggest culprit's excess at which a culprit that waits too "
+                                          "is still cut (a peer)"),
     "culprit_min_age_seconds": (60, 0, 3600, "seconds a VM must have run before it is judged a culprit: a booting "
                                              "guest burns its CPUs for seconds (a VM whose start is not known is "
                                              "judged at once)"),
@@ -52,19 +52,8 @@ def contain(cycle, host, vms, states, ents, victims, idle):
     # justify a cut.
     peers = set(item[1]["key"] for item in candidates if item[0] >= params["culprit_peer_share"] * candidates[0][0]) \
         if candidates else set()
-    if candidates:
-        # So is a waiting VM that wants about as far above its due, culprit
-        # or not: light guests that all wait on an overloaded pool each want
-        # what they waited for, and the one just over culprit_ratio is the
-        # others' equal, not the cause of their wait. (A VM that is a
-        # culprit only by its own history is judged against that, not this.)
-        _excess, biggest, want, _bound = candidates[0]
-        due = ents[biggest["key"]]
-        if is_culprit(biggest, want, due, params):
-            peers.update(v["key"] for v in victims
-                         if wanted(v) - ents[v["key"]] >= params["culprit_peer_share"] * (want - due))
     if not candidates or not [v for v in victims if v["key"] not in peers]:
-        _no_culprit(cycle, host, vms, victims, candidates)
+        _no_culprit(cycle, host, vms, victims, bool(candidates))
         return
     # Culprits that may be braked, biggest excess first: the peers, then
     # smaller culprits that do not wait themselves (a victim that also
@@ -150,25 +139,15 @@ def _culprits(cycle, vms, states, ents):
     return sorted(candidates, key=lambda item: (-item[0], item[1]["key"]))
 
 
-def _no_culprit(cycle, host, vms, victims, candidates):
-    """Victims wait and no VM is a culprit, or every VM that waits is the
-    biggest culprit's peer: nothing is braked; an overload (no culprit, or
-    the waiting VMs all its peers) names a VM to move."""
+def _no_culprit(cycle, host, vms, victims, any_culprit):
+    """Victims wait and no VM (or only the victims' peers) is a culprit:
+    nothing is braked; an overload with no culprit names a VM to move."""
     names = ", ".join(v["name"] for v in victims)
+    cycle.notes.append({"object": host["name"], "rule": "contain",
+                        "note": "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: "
+                        "nothing throttled" % (names, cycle.params["culprit_ratio"])})
     waiting = [v for v in victims if v["class"] != DEDICATED]
-    if not candidates:
-        note = "%s wait for CPU but no other VM wants %g x its entitlement or runs flat out: nothing throttled" % (
-            names, cycle.params["culprit_ratio"])
-    else:
-        _excess, vm, want, ent = candidates[0]
-        note = "%s wait for CPU and each wants about as far above its due as the biggest culprit, %s (wants %.2f " \
-            "CPUs, entitled to %.2f; culprit_peer_share %g): an overload of equals, not a noisy neighbour: " \
-            "nothing throttled" % (names, vm["name"], want, ent, cycle.params["culprit_peer_share"])
-        # Culprits waiting among themselves alone are not an overload of equals.
-        culprits = set(item[1]["key"] for item in candidates)
-        waiting = waiting if [v for v in waiting if v["key"] not in culprits] else []
-    cycle.notes.append({"object": host["name"], "rule": "contain", "note": note})
-    if waiting:
+    if not any_culprit and waiting:
         # Overload with no culprit: no brake is fair; the answer is
         # fewer VMs here (the gate) or one moved away.
         biggest = max(waiting, key=lambda v: (wanted(v), v["key"]))

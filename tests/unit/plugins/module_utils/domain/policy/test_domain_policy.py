@@ -716,32 +716,6 @@ def test_broad_overload_with_no_culprit_throttles_nobody():
     assert plan["actions"] == []
 
 
-def test_light_guests_that_all_wait_are_equals_and_the_one_just_over_culprit_ratio_is_not_braked():
-    """Four one-vCPU guests of the same small work on a one-CPU pool, each
-    using its quarter and waiting about 60 %: each wants what it used and
-    waited (0.77), three times its entitlement of 0.25. light-1 is just over
-    culprit_ratio and the others just under; it is their equal, not the
-    cause of their wait: nothing is braked, the note says so, and in
-    placement_cycles such cycles the overload proposes a move."""
-    vms = [vm("light-1", 0.25, 0.53, vcpus=1, state={"hist": "11"})] + [
-        vm("light-%d" % n, 0.25, 0.48, vcpus=1, state={"hist": "11"}) for n in range(2, 5)]
-    plan = None
-    for cycle in range(3):
-        plan = decide([host(cpus=1)], vms, now=NOW + 10 * cycle)
-        assert plan["actions"] == [], plan["actions"]
-        vms = carry(vms, plan)
-    notes = [note["note"] for note in plan["notes"] if note["rule"] == "contain"]
-    assert any("each wants about as far above its due as the biggest culprit, light-1 (wants 0.78 CPUs, "
-               "entitled to 0.25" in note and "nothing throttled" in note for note in notes), notes
-    (proposal,) = plan["proposals"]
-    assert "overloaded with no culprit" in proposal["reason"], proposal
-    # Beside it, a guest that spins its vCPU is a culprit and they are its victims: braked.
-    spinner = vm("spinner", 0.45, 0.55, vcpus=1, state={"hist": "11"})
-    others = [vm("light-%d" % n, 0.15, 0.15, vcpus=1, state={"hist": "11"}) for n in range(1, 4)]
-    plan = decide([host(cpus=1)], [spinner] + others)
-    assert [a["vm"] for a in plan["actions"]] == ["spinner"], plan["actions"]
-
-
 def test_a_foreign_cap_is_left_alone_and_its_vm_is_no_culprit():
     vms = noisy_host(victim_steal=0.6)
     vms[0]["cap_cpus"] = 4.4  # set by a person, not by the policy: no state of ours
