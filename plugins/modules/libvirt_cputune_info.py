@@ -159,7 +159,7 @@ domains:
     usage:
       description: Measured usage of a running domain.
       type: dict
-      returned: when the domain runs and O(sample_seconds) is above 0
+      returned: when the domain runs through both samples, its counters rising between them, and O(sample_seconds) is above 0
       contains:
         cpus_used:
           description: CPUs the domain used over the sample (cpu.time rate).

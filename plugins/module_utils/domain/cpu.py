@@ -139,10 +139,16 @@ def usage_from_samples(first, second):
     Samples hold cumulative nanoseconds, `cpu_time` (all CPU the VM burnt)
     and `vcpu_delay` (time its vCPUs were runnable but waited for a host CPU,
     what the guest sees as steal), and the monotonic `at` they were taken.
+    None when a counter went back between them.
     """
     elapsed = second["at"] - first["at"]
     if elapsed <= 0:
         return {"cpus_used": None, "steal_cpus": None, "sample_seconds": 0.0}
+    if second["cpu_time"] < first["cpu_time"] or second["vcpu_delay"] < first["vcpu_delay"]:
+        # A counter went back (the domain started again between the samples,
+        # a new QEMU process counting from zero, or a vCPU's delay missing
+        # from one sample): their difference measures nothing.
+        return None
     return {
         "cpus_used": round((second["cpu_time"] - first["cpu_time"]) / 1e9 / elapsed, 3),
         "steal_cpus": round((second["vcpu_delay"] - first["vcpu_delay"]) / 1e9 / elapsed, 3),

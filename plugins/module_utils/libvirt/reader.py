@@ -122,6 +122,7 @@ def describe_domains(client, names, classes, class_namespace, sample_seconds, sl
         sleep(sample_seconds)
         second = client.cpu_samples(domains)
         for name, (_domain, result) in running.items():
-            if name in first and name in second:
-                result["usage"] = cpu.usage_from_samples(first[name], second[name])
+            usage = cpu.usage_from_samples(first[name], second[name]) if name in first and name in second else None
+            if usage is not None:
+                result["usage"] = usage
     return results

@@ -75,3 +75,12 @@ def test_libvirts_largest_quota_is_no_cap_as_cgroup_v2_reads_back_max():
     assert cpu.domain_cpus(v2, 2) is None and cpu.cap_text(v2, 2) == cpu.cpus_text(None)
     assert cpu.ratio(100000, 17592186044415) == float("inf")
     assert cpu.domain_cpus(dict(v2, global_quota=50000), 2) == 0.5
+
+
+def test_usage_between_two_samples_and_none_when_a_counter_went_back():
+    first = {"cpu_time": 10e9, "vcpu_delay": 4e9, "at": 100.0}
+    assert cpu.usage_from_samples(first, {"cpu_time": 11e9, "vcpu_delay": 4.5e9, "at": 102.0}) == {
+        "cpus_used": 0.5, "steal_cpus": 0.25, "sample_seconds": 2.0}
+    # A new QEMU process counts from zero; a vCPU delay missing from one sample reads less.
+    assert cpu.usage_from_samples(first, {"cpu_time": 0.2e9, "vcpu_delay": 0.1e9, "at": 102.0}) is None
+    assert cpu.usage_from_samples(first, {"cpu_time": 11e9, "vcpu_delay": 3.9e9, "at": 102.0}) is None
