@@ -18,8 +18,11 @@ import sys
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from pyVim.connect import Disconnect, SmartConnect
-from pyVim.task import WaitForTask
 from pyVmomi import vim
+
+# Run as a script from its own folder too: the helper is one folder up.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from vsphere_task import wait_for_task  # noqa: E402
 
 FIXTURE_LABEL = "overcommit.test/esxi-guard"
 NAMESPACE = "lab"
@@ -67,10 +70,10 @@ def create_vm(si, name, host, vcpus):
         datacenter = datacenter.parent
     spec = vim.vm.ConfigSpec(name=name, numCPUs=vcpus, memoryMB=VM_MEMORY_MB, guestId="otherGuest64",
                              files=vim.vm.FileInfo(vmPathName="[%s]" % host.datastore[0].name))
-    WaitForTask(datacenter.vmFolder.CreateVM_Task(config=spec, pool=cluster.resourcePool, host=host))
+    wait_for_task(datacenter.vmFolder.CreateVM_Task(config=spec, pool=cluster.resourcePool, host=host))
     vm = [v for v in objects(si, vim.VirtualMachine) if v.name == name][0]
     if vm.runtime.powerState != "poweredOn":
-        WaitForTask(vm.PowerOnVM_Task())
+        wait_for_task(vm.PowerOnVM_Task())
     return vm
 
 
@@ -169,8 +172,8 @@ def down(run):
         for vm in objects(si, vim.VirtualMachine):
             if vm.name in wanted:
                 if vm.runtime.powerState == "poweredOn":
-                    WaitForTask(vm.PowerOffVM_Task())
-                WaitForTask(vm.Destroy_Task())
+                    wait_for_task(vm.PowerOffVM_Task())
+                wait_for_task(vm.Destroy_Task())
     finally:
         Disconnect(si)
 

@@ -38,18 +38,18 @@ vms = importlib.import_module("test_kubevirt_vm_resources").vms
 @pytest.fixture(scope="module")
 def vsphere_vm(vsphere):
     """A throwaway powered-on VM in vcsim (the lab's own VMs are left to their tests), destroyed afterwards."""
-    from pyVim.task import WaitForTask
     from pyVmomi import vim
 
     from lab_fixture import create_vm, objects
+    from vsphere_task import wait_for_task
 
     hosts = sorted((h for h in objects(vsphere, vim.HostSystem) if isinstance(h.parent, vim.ClusterComputeResource)),
                    key=lambda h: h.name)
     vm = create_vm(vsphere, "oc-corpus-%s" % uuid.uuid4().hex[:8], hosts[0], 2)
     yield vm
     if vm.runtime.powerState == "poweredOn":
-        WaitForTask(vm.PowerOffVM_Task())
-    WaitForTask(vm.Destroy_Task())
+        wait_for_task(vm.PowerOffVM_Task())
+    wait_for_task(vm.Destroy_Task())
 
 
 SPARE_DOMAIN = ("<domain type='%s'><name>%s</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>"

@@ -637,10 +637,10 @@ class VsphereEnv(object):
 
     def __init__(self, lab):
         from pyVim.connect import SmartConnect
-        from pyVim.task import WaitForTask
+        from vsphere_task import wait_for_task
         from pyVmomi import vim
 
-        self.vim, self.wait = vim, WaitForTask
+        self.vim, self.wait = vim, wait_for_task
         self.lab = lab
         self.si = SmartConnect(host=lab["VMWARE_HOST"], port=int(lab["VMWARE_PORT"]), user=lab["VMWARE_USER"],
                                pwd=lab["VMWARE_PASSWORD"], sslContext=ssl._create_unverified_context())

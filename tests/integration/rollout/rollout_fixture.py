@@ -23,8 +23,11 @@ import libvirt
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from pyVim.connect import Disconnect, SmartConnect
-from pyVim.task import WaitForTask
 from pyVmomi import vim
+
+# Run as a script from its own folder too: the helper is one folder up.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from vsphere_task import wait_for_task  # noqa: E402
 
 RUN_LABEL = "overcommit.test/rollout"
 CR_NAMESPACE = "lab"
@@ -97,7 +100,7 @@ def create_vsphere_vm(si, name):
         datacenter = datacenter.parent
     spec = vim.vm.ConfigSpec(name=name, numCPUs=2, memoryMB=VM_MEMORY_MB, guestId="otherGuest64",
                              files=vim.vm.FileInfo(vmPathName="[%s]" % host.datastore[0].name))
-    WaitForTask(datacenter.vmFolder.CreateVM_Task(config=spec, pool=cluster.resourcePool, host=host))
+    wait_for_task(datacenter.vmFolder.CreateVM_Task(config=spec, pool=cluster.resourcePool, host=host))
 
 
 def up(run, state_path, units):
@@ -199,8 +202,8 @@ def down(run=None):
         for vm in vsphere_vms(si):
             if vm.name.startswith(prefix):
                 if vm.runtime.powerState == "poweredOn":
-                    WaitForTask(vm.PowerOffVM_Task())
-                WaitForTask(vm.Destroy_Task())
+                    wait_for_task(vm.PowerOffVM_Task())
+                wait_for_task(vm.Destroy_Task())
     finally:
         Disconnect(si)
 

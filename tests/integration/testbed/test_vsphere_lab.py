@@ -2,8 +2,9 @@
 reconfigured and read back."""
 
 import pytest
-from pyVim.task import WaitForTask
 from pyVmomi import vim
+
+from vsphere_task import wait_for_task
 
 pytestmark = pytest.mark.xdist_group("vcsim")
 
@@ -23,9 +24,9 @@ def test_cpu_reservation_is_reconfigured_and_read_back(vsphere):
     wanted = 250 if before.reservation != 250 else 500
     spec = vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
         reservation=wanted, limit=before.limit, shares=before.shares, expandableReservation=before.expandableReservation))
-    WaitForTask(vm.ReconfigVM_Task(spec))
+    wait_for_task(vm.ReconfigVM_Task(spec))
     assert vm.config.cpuAllocation.reservation == wanted
 
     spec.cpuAllocation.reservation = before.reservation
-    WaitForTask(vm.ReconfigVM_Task(spec))
+    wait_for_task(vm.ReconfigVM_Task(spec))
     assert vm.config.cpuAllocation.reservation == before.reservation

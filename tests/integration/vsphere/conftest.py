@@ -3,11 +3,11 @@ the modules' environment, the lab VMs read independently with pyVmomi, and a
 safety net that puts back every allocation and record a test leaves behind."""
 
 import pytest
-from pyVim.task import WaitForTask
 from pyVmomi import vim
 
 from run_module import run_module
 from vsphere_checks import ATTRIBUTE, LAB_VMS, allocation, find_vms, record_of
+from vsphere_task import wait_for_task
 
 
 def expandable(vm):
@@ -46,7 +46,7 @@ def lab_vms(vsphere):
                     reservation=values["reservation"], limit=values["limit"],
                     expandableReservation=was_expandable[index],
                     shares=vim.SharesInfo(level=values["level"] or "normal", shares=values["shares"] or 0)))
-            WaitForTask(vm.ReconfigVM_Task(spec))
+            wait_for_task(vm.ReconfigVM_Task(spec))
         if record_of(vsphere, vm) != record:
             content = vsphere.RetrieveContent()
             key = [f.key for f in content.customFieldsManager.field if f.name == ATTRIBUTE][0]

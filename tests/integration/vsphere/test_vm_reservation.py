@@ -4,10 +4,10 @@ and checked independently with pyVmomi."""
 import json
 
 import pytest
-from pyVim.task import WaitForTask
 from pyVmomi import vim
 
 from vsphere_checks import allocation, record_of
+from vsphere_task import wait_for_task
 
 pytestmark = pytest.mark.xdist_group("vcsim")
 
@@ -67,7 +67,7 @@ def test_a_reservation_alone_keeps_the_limit_and_shares_someone_else_set(run, vs
     vm = lab_vms[1]
     spec = vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
         reservation=0, limit=3000, shares=vim.SharesInfo(level="custom", shares=1234)))
-    WaitForTask(vm.ReconfigVM_Task(spec))
+    wait_for_task(vm.ReconfigVM_Task(spec))
     foreign = allocation(vm)
     assert foreign["cpu"] == {"reservation": 0, "limit": 3000, "level": "custom", "shares": 1234}
 
@@ -118,7 +118,7 @@ def test_invalid_values_are_refused_before_any_change(run, vsphere, lab_vms):
     assert all(vm["field"] == "cpu.reservation" and "configured CPU capacity" in vm["msg"] for vm in over_capacity["vms"])
 
     # A kept limit below the new reservation: refused per VM, naming the field.
-    WaitForTask(lab_vms[3].ReconfigVM_Task(vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
+    wait_for_task(lab_vms[3].ReconfigVM_Task(vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
         reservation=0, limit=300, shares=vim.SharesInfo(level="normal", shares=0)))))
     before[3] = allocation(lab_vms[3])
     below_limit = run(MODULE, {"vms": [names[3]], "cpu": {"reservation": 400}})
@@ -148,7 +148,7 @@ def test_a_stale_change_version_is_detected_and_nothing_is_overwritten(run, vsph
     planned_version = plan["vms"][0]["change_version"]
 
     # Someone else changes the VM after the plan was reviewed.
-    WaitForTask(vm.ReconfigVM_Task(vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
+    wait_for_task(vm.ReconfigVM_Task(vim.vm.ConfigSpec(cpuAllocation=vim.ResourceAllocationInfo(
         reservation=100, limit=-1, shares=vim.SharesInfo(level="normal", shares=0)))))
     assert vm.config.changeVersion != planned_version
 
