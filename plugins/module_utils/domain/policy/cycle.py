@@ -185,9 +185,7 @@ class Cycle(object):
         if params["usual_hours"] and vm["class"] != DEDICATED and vm.get("usage_known", True) \
                 and not vm["paused"] and not host_paused and ("usual" in state or wanted(vm) >= IDLE_CPUS):
             follow_usual(state, wanted(vm), self.now, params["usual_hours"], params["surge_ratio"])
-        # A history of another shape (a state written by hand or another tool) starts over.
-        kept = state.get("hist", "")
-        history = ((kept if isinstance(kept, str) else "") + bit)[-params["trigger_m"]:]
+        history = (state.get("hist", "") + bit)[-params["trigger_m"]:]
         if "1" in history:
             state["hist"] = history
         else:

@@ -1293,3 +1293,8 @@ def test_a_stored_trigger_history_of_another_shape_starts_over_instead_of_failin
     plan = decide([host(cpus=2)], vms)
     assert plan["state"]["vms"]["hv-1/spinner"] is None or isinstance(
         plan["state"]["vms"]["hv-1/spinner"].get("hist", ""), str), plan["state"]["vms"]
+    # Read where the VMs come in, before any rule: a waiting victim's odd history
+    # is no history, and the noisy host is decided as with none.
+    for odd in ([1, 1], "11x", 11):
+        vms = noisy_host(states={"web-1": {"hist": odd}})
+        assert kinds(decide([host()], vms)) == kinds(decide([host()], noisy_host())), odd
