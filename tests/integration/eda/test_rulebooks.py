@@ -2,7 +2,7 @@
 (Java 17, drools), with an inventory of localhost, as users run them. The
 alertmanager source is run by the shipped alert rulebook on the whole signal
 path, a shipped alert firing and then resolved
-(tests/integration/closed_loop/test_closed_loop_alerts.py), and against a
+(tests/integration/closed_loop/test_closed_loop.py), and against a
 real Alertmanager with credentials and TLS (test_alertmanager_source_auth.py)."""
 
 import os
