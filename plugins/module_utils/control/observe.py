@@ -169,6 +169,25 @@ def _rounds_of(name, measured):
     return usable, "; ".join("%s: %s" % item for item in sorted(reasons.items()))
 
 
+def _left_out(name, vms, index):
+    """Notes on the VMs of host `name` its round `index` read but the policy
+    cannot decide about, each with why: a domain that could not be read, and
+    a running one whose usage could not be measured."""
+    out = []
+    for reading in (vms.get("domains") or []) if isinstance(vms, dict) else []:
+        if not isinstance(reading, dict) or not reading.get("name"):
+            continue
+        note = {"object": "%s/%s" % (name, reading["name"]), "rule": "measure"}
+        if reading.get("failed"):
+            out.append(dict(note, note="could not be read in the last round (round %d): %s; nothing is planned "
+                                       "for it" % (index + 1, reading.get("msg") or "no reason given")))
+        elif reading.get("active") and not reading.get("usage"):
+            out.append(dict(note, note="its CPU use could not be measured in the last round (round %d: it started "
+                                       "or stopped between the two samples, or a counter went back); nothing is "
+                                       "planned for it" % (index + 1)))
+    return out
+
+
 def _kubevirt_by_host(measured, kubevirt, skipped):
     """{host: [KubeVirt VMs on the node that host stands for]}; VMs on a
     node no measured host stands for go in `skipped`, per node."""
@@ -216,12 +235,15 @@ def rounds(measured, nodes=None, kubevirt=None):
     every host's usable rounds (a host whose round could not be read sits
     that round out; one whose last round could not be read gets nothing
     planned, and `skipped` says so), with `seen`: {object: what a plan sees of it} as of the
-    last round, `skipped`: hosts that had no usable round and why, and
-    `fleet`: the counts of nodes and gated nodes read."""
+    last round, `skipped`: hosts that had no usable round and why,
+    `fleet`: the counts of nodes and gated nodes read, and `left_out`: the
+    policy's notes on VMs of a host measured in the last round that nothing
+    can be decided about (unreadable, or their use not measured), which
+    do not make the host unmeasured."""
     if not isinstance(measured, dict):
         raise ValueRangeError("measured", measured, "a dict of hypervisor host to its rounds")
     nodes_by_name = dict((n["name"], n) for n in nodes or [] if isinstance(n, dict) and n.get("name"))
-    per_host, skipped, seen, whys = {}, [], {}, {}
+    per_host, skipped, seen, whys, left_out = {}, [], {}, {}, []
     kubevirt_vms = _kubevirt_by_host(measured, kubevirt, skipped)
     for name in sorted(measured):
         if measured[name] is None:
@@ -273,8 +295,10 @@ def rounds(measured, nodes=None, kubevirt=None):
         if host_rounds[-1][0] != last:
             skipped.append({"host": name, "reason": "its last round (%d) could not be read: nothing is planned for it%s"
                                                     % (last + 1, " (%s)" % whys[name] if whys[name] else "")})
+        else:
+            left_out.extend(_left_out(name, measured[name]["vm_rounds"][last], last))
     # The share of nodes gated at once is of the whole cluster read, not only
     # of the nodes that stand for a measured host.
     fleet = {"nodes": len(nodes_by_name),
              "gated": len([n for n in nodes_by_name.values() if gate_effect(n) == "NoSchedule"])}
-    return {"rounds": out, "seen": seen, "skipped": skipped, "fleet": fleet}
+    return {"rounds": out, "seen": seen, "skipped": skipped, "fleet": fleet, "left_out": left_out}

@@ -92,6 +92,8 @@ def replay(observed, times, params=None):
     last = dict(last, state={
         "vms": dict((k, v or None) for k, v in vm_after.items() if v != vm_before.get(k, {})),
         "nodes": dict((k, v or None) for k, v in node_after.items() if v != node_before.get(k, {}))})
+    # What the last round could not decide about is said beside the policy's own notes.
+    last = dict(last, notes=list(observed.get("left_out") or []) + list(last.get("notes") or []))
     return {"last": last, "history": history, "seen": observed["seen"], "skipped": observed["skipped"]}
 
 

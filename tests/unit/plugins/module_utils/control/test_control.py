@@ -231,6 +231,26 @@ def test_only_a_last_round_that_failed_says_why_nothing_is_planned_for_its_host(
                                                          "for it (the VMs (libvirt_cputune_info): libvirtd restarting)"}]
 
 
+def test_a_vm_of_the_last_round_left_out_is_noted_with_why_and_its_host_stays_measured():
+    def with_two_left_out():
+        restarted = domain("restarted", 0, 0)
+        del restarted["usage"]  # a counter went back between the samples
+        return contended_domains() + [restarted, {"name": "gone", "failed": True, "msg": "domain not found"}]
+    out = observe.rounds({"hv-1": measured(domains=with_two_left_out, node=None)})
+    assert out["skipped"] == []
+    assert out["left_out"] == [
+        {"object": "hv-1/restarted", "rule": "measure",
+         "note": "its CPU use could not be measured in the last round (round 3: it started or stopped between the "
+                 "two samples, or a counter went back); nothing is planned for it"},
+        {"object": "hv-1/gone", "rule": "measure",
+         "note": "could not be read in the last round (round 3): domain not found; nothing is planned for it"}]
+    made = recommend.recommend({"hv-1": measured(domains=with_two_left_out, node=None)}, None, TIMES, TIMES[-1])
+    assert made["unmeasured"]["fail"] is False
+    assert [n["object"] for n in made["notes"] if n["rule"] == "measure"] == ["hv-1/restarted", "hv-1/gone"]
+    # Read and measured, nothing is noted.
+    assert observe.rounds({"hv-1": measured(node=None)})["left_out"] == []
+
+
 def test_a_node_named_by_a_host_but_not_in_kubernetes_is_noted_and_not_gated():
     out = observe.rounds({"hv-1": measured(node="worker-9")}, k8s_nodes(2))
     assert out["skipped"] == [{"host": "hv-1", "reason": "node worker-9 not found in Kubernetes: not gated"}]
@@ -255,7 +275,8 @@ def test_rounds_give_the_policy_its_input_and_the_fleet_counts():
     assert [vm["name"] for vm in vms] == ["noisy", "victim-1", "victim-2", "db"]
     assert out["seen"]["hv-1/off"] == {"cap_cpus": None, "throttle_time": None}
     assert out["seen"]["node/worker-1"] == {"gated": False, "gate_time": None, "taints": [], "cordoned": False}
-    assert observe.rounds({}, None) == {"rounds": [], "seen": {}, "skipped": [], "fleet": {"nodes": 0, "gated": 0}}
+    assert observe.rounds({}, None) == {"rounds": [], "seen": {}, "skipped": [], "fleet": {"nodes": 0, "gated": 0},
+                                        "left_out": []}
 
 
 def test_a_host_with_one_failed_round_still_gets_its_actions_in_the_plan():
