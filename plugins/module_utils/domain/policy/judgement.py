@@ -101,8 +101,33 @@ def is_culprit(vm, want, ent, params, usual=None, settled=None):
     being as busy as it always is)."""
     if surges(want, usual, params):
         return True
-    flat_out = want >= params["culprit_busy_share"] * vm["vcpus"] and (settled is None or want >= BUSY_AS_USUAL * settled)
-    return want - ent >= params["culprit_min_excess_cpus"] and (want >= params["culprit_ratio"] * ent or flat_out)
+    return want - ent >= params["culprit_min_excess_cpus"] and (
+        want >= params["culprit_ratio"] * ent or flat_out(vm, want, params, settled))
+
+
+# A VM judged a culprit by culprit_ratio alone (neither flat out nor
+# surging) must also use more than its entitlement, by this share of it (and
+# by at least IDLE_CPUS): one that uses no more than its due but waits its
+# way to a big want takes nothing from the others; it is one of many waiting
+# in an overload (a light guest waiting at each timer tick looks, by its want,
+# like one three times its due).
+OVER_DUE_SHARE = 0.2
+
+
+def flat_out(vm, want, params, settled=None):
+    """Whether a VM wanting `want` CPUs runs flat out: culprit_busy_share of
+    its vCPUs, unless that is its settled usual level."""
+    return want >= params["culprit_busy_share"] * vm["vcpus"] and (settled is None or want >= BUSY_AS_USUAL * settled)
+
+
+def takes_no_more_than_its_due(vm, want, ent, params, usual=None, settled=None):
+    """Whether a culprit judged by culprit_ratio alone (not flat out, not
+    surging) uses no more than its entitlement `ent` (OVER_DUE_SHARE of it
+    over): its want is mostly the time it waited, as in an overload where
+    every VM waits; no brake on it gives anyone CPU it took."""
+    if surges(want, usual, params) or flat_out(vm, want, params, settled):
+        return False
+    return vm["used"] - ent < max(IDLE_CPUS, OVER_DUE_SHARE * ent)
 
 
 def floor_of(vm, params):

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.judgement import (
-    entitlements, floor_of, is_culprit, pool_vms, surges, trusted_usual)
+    entitlements, floor_of, is_culprit, pool_vms, surges, takes_no_more_than_its_due, trusted_usual)
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.rules import weight
 from ansible_collections.overcommit.control.plugins.module_utils.domain.policy.views import steal_ratio, wanted
 from ansible_collections.overcommit.control.plugins.module_utils.domain.vm_class import DEDICATED
@@ -129,6 +129,15 @@ def _culprits(cycle, vms, states, ents):
                                 "note": "wants %.2f CPUs, entitled to %.2f, but started %d s ago: not judged a "
                                 "culprit before culprit_min_age_seconds (%g; a booting guest burns its CPUs)"
                                 % (want, ent, max(0, int(age)), params["culprit_min_age_seconds"])})
+            continue
+        if state.get("cap") is None and state.get("weight") is None and takes_no_more_than_its_due(
+                vm, want, ent, params, usual, trusted_usual(state, cycle.now, params, settled=True)):
+            # Not yet braked (a brake of ours lowers what it uses: that VM
+            # is judged by its want, as the brake's release is).
+            note = ("wants %.2f CPUs, %.1fx its entitlement of %.2f, but uses %.2f: it waits its way to that "
+                    "want, taking no more than its due from the others (an overload, not a noisy neighbour); not "
+                    "a culprit" % (want, want / ent if ent else 0.0, ent, vm["used"]))
+            cycle.notes.append({"object": vm["key"], "rule": "contain", "note": note})
             continue
         if surges(want, usual, params):
             # Judged by its own history: its fair bound is what it

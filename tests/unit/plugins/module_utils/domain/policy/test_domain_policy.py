@@ -716,6 +716,38 @@ def test_broad_overload_with_no_culprit_throttles_nobody():
     assert plan["actions"] == []
 
 
+def light_guests_overloaded(noisy_used=0.24):
+    """One CPU shared by four light one-vCPU guests, each doing work it does
+    in 0.3 CPU alone: each gets its quarter and waits about twice that. The
+    first waits a little longer, so its want (used + waited) is just over
+    three times its entitlement of 0.25 (the lab bench's even load);
+    `noisy_used` is what it uses."""
+    return [vm("light-1", noisy_used, 0.53, vcpus=1)] + \
+        [vm("light-%d" % n, 0.24, 0.45, vcpus=1) for n in range(2, 5)]
+
+
+def test_an_overload_of_light_guests_brakes_none_of_them_and_says_why():
+    vms = light_guests_overloaded()
+    plan = None
+    for cycle in range(3):
+        plan = decide([host(cpus=1)], vms, now=NOW + 10 * cycle)
+        vms = carry(vms, plan)
+        assert plan["actions"] == [], plan["actions"]
+    (note,) = [n for n in plan["notes"] if n["object"] == "hv-1/light-1"]
+    assert "wants 0.77 CPUs, 3.1x its entitlement of 0.25, but uses 0.24" in note["note"], note
+    assert "not a culprit" in note["note"]
+    (proposal,) = plan["proposals"]
+    assert "overloaded with no culprit" in proposal["reason"], proposal
+
+
+def test_a_guest_over_the_ratio_that_uses_more_than_its_due_is_braked():
+    """The same pool, but the guest over culprit_ratio also uses more than
+    its entitlement: it takes CPU from the others, and is braked."""
+    plan = decide([host(cpus=1)], light_guests_overloaded(noisy_used=0.34))
+    assert [vm_name for _kind, vm_name in kinds(plan)] == ["light-1"], plan["actions"]
+    assert not [n for n in plan["notes"] if "not a culprit" in n["note"]]
+
+
 def test_a_foreign_cap_is_left_alone_and_its_vm_is_no_culprit():
     vms = noisy_host(victim_steal=0.6)
     vms[0]["cap_cpus"] = 4.4  # set by a person, not by the policy: no state of ours
