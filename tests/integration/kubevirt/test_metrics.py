@@ -10,9 +10,9 @@ import time
 from measure import TOLERANCE_CPUS
 from polling import wait_for
 
-# Prometheus scrapes every 2 s and a sample's time is when its scrape began, not
-# when virt-handler read the counter: over a short window (3 samples in 6 s) that
-# skew alone moved the rate by 0.13 CPU on a loaded host; 10 s halves it.
+# Prometheus scrapes every 2 s, and a sample's time is when its scrape began, not
+# when virt-handler read the counter: over 6 s (3 samples) the two measures
+# were once 0.13 CPU apart in CI; 10 s holds 5 samples, so a skew counts half.
 WINDOW = 10
 CAP_TEXT, CAP = "200m", 0.2
 
