@@ -308,3 +308,12 @@ def apply(cycle, scene):
         or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= params["severe_steal_ratio"])]
     if victims:
         contain(cycle, scene.host, scene.vms, states, entitlements(scene.host, scene.vms, states), victims, scene.idle)
+        return
+    waiting = [vm["name"] for vm in scene.vms if vm["cap"] is None and vm["key"] not in cycle.demoted
+               and states[vm["key"]].get("hist", "").endswith("1")]
+    if waiting:
+        # Not yet victims: one cycle's wait is not a trend.
+        cycle.notes.append({"object": scene.host["name"], "rule": "contain",
+                            "note": "%s wait for CPU in this cycle but not in %d of the last %d (trigger_n, "
+                            "trigger_m) nor by severe_steal_ratio: no victim yet, nothing throttled" % (
+                                ", ".join(waiting), params["trigger_n"], params["trigger_m"])})

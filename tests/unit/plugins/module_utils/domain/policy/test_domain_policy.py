@@ -198,6 +198,17 @@ def test_one_cycle_of_mild_steal_is_not_enough_two_of_three_are():
     assert kinds(second) == [("throttle", "batch-1")]
 
 
+def test_a_first_cycle_of_mild_waiting_says_that_no_vm_is_a_victim_yet():
+    vms = noisy_host(victim_steal=0.2, culprit_steal=1.0)  # nobody waits 25 % (severe_steal_ratio)
+    plan = decide([host()], vms)
+    assert plan["actions"] == []
+    (note,) = [n for n in plan["notes"] if n["object"] == "hv-1"]
+    assert note["note"].startswith("batch-1, web-1, web-2, web-3 wait for CPU in this cycle but not in 2 of the last 3"), note
+    assert "no victim yet" in note["note"]
+    # Calm: nothing waits, nothing to say.
+    assert decide([host()], [vm("batch-1", 4.0, 0.0, vcpus=8), vm("web-1", 1.1, 0.0)])["notes"] == []
+
+
 def test_severe_steal_acts_in_one_cycle():
     plan = decide([host()], noisy_host(victim_steal=0.6))
     assert kinds(plan) == [("throttle", "batch-1")]
