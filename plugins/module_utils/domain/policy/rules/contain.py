@@ -120,8 +120,8 @@ def _culprits(cycle, vms, states, ents):
         if vm["cap"] is not None and not cycle.ours(vm, state):
             continue
         want, ent = wanted(vm), ents[vm["key"]]
-        usual = trusted_usual(state, cycle.now, params)
-        if not is_culprit(vm, want, ent, params, usual, trusted_usual(state, cycle.now, params, settled=True)):
+        usual, settled = trusted_usual(state, cycle.now, params), trusted_usual(state, cycle.now, params, settled=True)
+        if not is_culprit(vm, want, ent, params, usual, settled):
             continue
         age = None if vm.get("started_at") is None else cycle.now - vm["started_at"]
         if age is not None and age < params["culprit_min_age_seconds"]:
@@ -131,7 +131,7 @@ def _culprits(cycle, vms, states, ents):
                                 % (want, ent, max(0, int(age)), params["culprit_min_age_seconds"])})
             continue
         if state.get("cap") is None and state.get("weight") is None and takes_no_more_than_its_due(
-                vm, want, ent, params, usual, trusted_usual(state, cycle.now, params, settled=True)):
+                vm, want, ent, params, usual, settled):
             # Not yet braked (a brake of ours lowers what it uses: that VM
             # is judged by its want, as the brake's release is).
             note = ("wants %.2f CPUs, %.1fx its entitlement of %.2f, but uses %.2f: it waits its way to that "
@@ -303,17 +303,15 @@ def apply(cycle, scene):
     last trigger_m cycles, or in this one with severe steal, and are braked
     by nothing of ours (their wait would be the brake's)."""
     params, states = cycle.params, scene.states
-    victims = [vm for vm in scene.vms if vm["cap"] is None and vm["key"] not in cycle.demoted and (
-        states[vm["key"]].get("hist", "").count("1") >= params["trigger_n"]
-        or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= params["severe_steal_ratio"])]
+    unbraked = [vm for vm in scene.vms if vm["cap"] is None and vm["key"] not in cycle.demoted]
+    waiting = [vm for vm in unbraked if states[vm["key"]].get("hist", "").endswith("1")]
+    victims = [vm for vm in unbraked if states[vm["key"]].get("hist", "").count("1") >= params["trigger_n"]
+               or states[vm["key"]].get("hist", "").endswith("1") and steal_ratio(vm) >= params["severe_steal_ratio"]]
     if victims:
         contain(cycle, scene.host, scene.vms, states, entitlements(scene.host, scene.vms, states), victims, scene.idle)
-        return
-    waiting = [vm["name"] for vm in scene.vms if vm["cap"] is None and vm["key"] not in cycle.demoted
-               and states[vm["key"]].get("hist", "").endswith("1")]
-    if waiting:
+    elif waiting:
         # Not yet victims: one cycle's wait is not a trend.
         cycle.notes.append({"object": scene.host["name"], "rule": "contain",
                             "note": "%s wait for CPU in this cycle but not in %d of the last %d (trigger_n, "
                             "trigger_m) nor by severe_steal_ratio: no victim yet, nothing throttled" % (
-                                ", ".join(waiting), params["trigger_n"], params["trigger_m"])})
+                                ", ".join(vm["name"] for vm in waiting), params["trigger_n"], params["trigger_m"])})
